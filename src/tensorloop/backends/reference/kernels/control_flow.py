@@ -1,0 +1,107 @@
+"""Reference kernels for Loop and If: the text of their docstrings, run literally."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ....errors import ExecutionError, LoopLimitError
+from ....ir.control_flow import LoopLayout, Sliced, Stacked, normalize_axis
+from ....ir.graph import Graph
+from ....tensor.types import TensorType, Type
+from ..registry import KernelContext, kernel
+
+
+@kernel("Loop")
+def loop(ctx: KernelContext, max_trip_count: Any, initial_condition: Any, *rest: Any) -> list[Any]:
+    body: Graph = ctx.attr("body")
+    sliced: tuple[Sliced, ...] = ctx.attr("sliced")
+    stacked: tuple[Stacked, ...] = ctx.attr("stacked")
+    layout = LoopLayout.of(ctx.node)
+    k, s = layout.num_carried, layout.num_sliced
+    carried, sources, invariants = list(rest[:k]), rest[k : k + s], list(rest[k + s :])
+    interp = ctx.interpreter
+
+    axes = [normalize_axis(sl.axis, np.ndim(src), ctx.where) for src, sl in zip(sources, sliced)]
+    bounds = [int(np.asarray(max_trip_count))] if max_trip_count is not None else []
+    bounds += [np.shape(src)[a] for src, a in zip(sources, axes, strict=True)]
+    cond = True if initial_condition is None else bool(np.asarray(initial_condition))
+    i, per_iteration = 0, [[] for _ in stacked]  # type: tuple[int, list[list[Any]]]
+    outer_path = interp.path
+    while all(i < b for b in bounds) and cond:
+        if i >= interp.max_iterations:
+            raise LoopLimitError(
+                f"{ctx.where}: still running after {interp.max_iterations} iterations "
+                "(max_iterations); raise the limit if the loop is meant to run longer"
+            )
+        slices = [
+            np.take(src, np.shape(src)[a] - 1 - i if sl.reverse else i, axis=a)
+            for src, sl, a in zip(sources, sliced, axes, strict=True)
+        ]
+        interp.path = (*outer_path, i)
+        try:
+            results = interp.run_graph(body, [np.int64(i), *carried, *slices, *invariants])
+        finally:
+            interp.path = outer_path
+        cond = bool(np.asarray(results[0]))
+        carried = results[1 : 1 + k]
+        for acc, y in zip(per_iteration, results[1 + k :], strict=True):
+            acc.append(y)
+        i += 1
+    outputs = [
+        _stack(ctx, j, acc, st, body.outputs[r].type, body, [np.int64(0), *rest[:k], *rest[k + s :]])
+        for j, (acc, st, r) in enumerate(
+            zip(per_iteration, stacked, layout.per_iteration_results(), strict=True)
+        )
+    ]
+    return [*carried, *outputs]
+
+
+def _stack(
+    ctx: KernelContext, j: int, acc: list[Any], st: Stacked, t: Type, body: Graph, args: list[Any]
+) -> np.ndarray[Any, Any]:
+    if acc:
+        axis = normalize_axis(st.axis, np.ndim(acc[0]) + 1, ctx.where)
+        items = acc[::-1] if st.reverse else acc
+        shapes = {np.shape(a) for a in items}
+        if len(shapes) > 1:
+            raise ExecutionError(
+                f"{ctx.where}: per-iteration result #{j} changes shape between iterations "
+                f"({', '.join(str(list(x)) for x in sorted(shapes))}), so it cannot be stacked"
+            )
+        return np.stack(items, axis=axis)
+    # Zero trips: the body never ran, so the shape comes from its type, with symbols bound
+    # from the loop's actual inputs and unknown dims taken as 0.
+    assert isinstance(t, TensorType)
+    if t.shape is None:
+        return np.zeros((0,), t.dtype.numpy)
+    bindings = _bind_symbols(body, ctx, args)
+    dims = [d if isinstance(d, int) else bindings.get(d, 0) for d in t.shape]
+    axis = normalize_axis(st.axis, len(dims) + 1, ctx.where)
+    dims.insert(axis, 0)
+    return np.zeros(dims, t.dtype.numpy)
+
+
+def _bind_symbols(body: Graph, ctx: KernelContext, args: list[Any]) -> dict[str, int]:
+    """Symbolic dims of body params bound to the sizes of the values the loop was given."""
+    layout = LoopLayout.of(ctx.node)
+    params = [body.inputs[0], *[body.inputs[p] for p in layout.carried_params()],
+              *[body.inputs[p] for p in layout.invariant_params()]]
+    bindings: dict[str, int] = {}
+    for param, arg in zip(params, args, strict=True):
+        t = param.type
+        if isinstance(t, TensorType) and t.shape is not None and np.ndim(arg) == len(t.shape):
+            for d, n in zip(t.shape, np.shape(arg), strict=True):
+                if isinstance(d, str) and d != "?":
+                    bindings.setdefault(d, n)
+    return bindings
+
+
+@kernel("If")
+def if_(ctx: KernelContext, cond: Any, *captured: Any) -> list[Any]:
+    c = np.asarray(cond)
+    if c.size != 1:
+        raise ExecutionError(f"{ctx.where}: cond must hold one element, got shape {list(c.shape)}")
+    branch: Graph = ctx.attr("then_branch") if bool(c.reshape(())) else ctx.attr("else_branch")
+    return ctx.interpreter.run_graph(branch, list(captured))

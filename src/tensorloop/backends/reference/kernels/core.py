@@ -1,0 +1,43 @@
+"""Reference kernels for Constant, Identity, ReadVariable and Assign."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ....errors import ExecutionError
+from ..registry import KernelContext, kernel
+
+
+@kernel("Constant")
+def constant(ctx: KernelContext) -> np.ndarray[Any, Any]:
+    value: np.ndarray[Any, Any] = ctx.attr("value")
+    return value
+
+
+@kernel("Identity")
+def identity(ctx: KernelContext, x: Any) -> Any:
+    return x
+
+
+@kernel("ReadVariable")
+def read_variable(ctx: KernelContext) -> np.ndarray[Any, Any]:
+    name = ctx.attr("variable")
+    try:
+        return ctx.interpreter.state.variables[name]
+    except KeyError:
+        raise ExecutionError(f"{ctx.where}: no variable '{name}' in this run") from None
+
+
+@kernel("Assign")
+def assign(ctx: KernelContext, value: np.ndarray[Any, Any]) -> list[Any]:
+    name = ctx.attr("variable")
+    current = ctx.interpreter.state.variables.get(name)
+    if current is not None and (current.shape != value.shape or current.dtype != value.dtype):
+        raise ExecutionError(
+            f"{ctx.where}: variable '{name}' holds {current.dtype}{list(current.shape)}, "
+            f"assigned {value.dtype}{list(value.shape)}"
+        )
+    ctx.interpreter.state.variables[name] = np.array(value, copy=True)
+    return []

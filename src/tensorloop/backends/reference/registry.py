@@ -1,0 +1,63 @@
+"""The reference backend's kernel registry: ``@kernel("Add")`` maps an op to a NumPy function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ...errors import GraphError, UnsupportedOpError
+
+if TYPE_CHECKING:
+    from ...ir.graph import Node
+    from .interpreter import Interpreter
+
+Kernel = Callable[..., Any]
+"""``fn(ctx, *inputs) -> value | tuple/list of values`` (one per node output)."""
+
+_KERNELS: dict[str, Kernel] = {}
+
+
+def kernel(*ops: str) -> Callable[[Kernel], Kernel]:
+    """Register ``fn`` as the reference kernel of each op in ``ops``."""
+
+    def register(fn: Kernel) -> Kernel:
+        for name in ops:
+            if name in _KERNELS:
+                raise GraphError(f"a reference kernel for '{name}' is registered twice")
+            _KERNELS[name] = fn
+        return fn
+
+    return register
+
+
+def get_kernel(op: str) -> Kernel:
+    from . import kernels  # noqa: F401  (registers the built-in kernels)
+
+    try:
+        return _KERNELS[op]
+    except KeyError:
+        raise UnsupportedOpError(f"the reference backend has no kernel for op '{op}'") from None
+
+
+def kernel_ops() -> list[str]:
+    from . import kernels  # noqa: F401
+
+    return sorted(_KERNELS)
+
+
+class KernelContext:
+    """What a kernel sees: the node, its resolved attributes and the running interpreter."""
+
+    __slots__ = ("attrs", "interpreter", "node")
+
+    def __init__(self, node: Node, attrs: dict[str, Any], interpreter: Interpreter) -> None:
+        self.node = node
+        self.attrs = attrs
+        self.interpreter = interpreter
+
+    def attr(self, key: str) -> Any:
+        return self.attrs[key]
+
+    @property
+    def where(self) -> str:
+        return self.node.describe()

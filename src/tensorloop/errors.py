@@ -1,0 +1,43 @@
+"""The exception hierarchy: every error tensorloop raises on purpose is a TensorloopError."""
+
+from __future__ import annotations
+
+
+class TensorloopError(Exception):
+    """Base of every error tensorloop raises on purpose."""
+
+
+class GraphError(TensorloopError):
+    """A graph is malformed: bad wiring, arity, attribute or type."""
+
+
+class VerificationError(GraphError):
+    """The verifier found a graph that breaks an invariant of the IR."""
+
+
+class ShapeInferenceError(GraphError):
+    """An op cannot type its outputs from the types of its inputs."""
+
+
+class ParseError(TensorloopError):
+    """Text IR could not be parsed; the message names line and column."""
+
+
+class FormatError(TensorloopError):
+    """A model file (ONNX, OpenVINO IR, ...) is malformed or unsupported."""
+
+
+class ExecutionError(TensorloopError):
+    """A kernel failed at run time on the values it was given."""
+
+
+class InputError(ExecutionError):
+    """The inputs given to a model do not match its parameters."""
+
+
+class LoopLimitError(ExecutionError):
+    """A loop ran past the configured maximum number of iterations."""
+
+
+class UnsupportedOpError(TensorloopError):
+    """No definition or kernel is registered for an op."""

@@ -1,0 +1,204 @@
+"""The canonical Loop and If: their attributes, structure checks and type rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..tensor.dtypes import DType
+from ..tensor.types import UNKNOWN, Dim, TensorType, Type
+from .graph import Graph, Node
+from .opdef import AttrSpec, InferContext, op
+
+ITERATION_TYPE = TensorType(DType.int64, ())
+CONDITION_TYPE = TensorType(DType.bool, ())
+
+
+@dataclass(frozen=True)
+class Sliced:
+    """How a sliced source feeds the body: element ``i`` along ``axis`` (from the end if reverse)."""
+
+    axis: int = 0
+    reverse: bool = False
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """How a per-iteration result leaves the loop: stacked on a new ``axis`` (last first if reverse)."""
+
+    axis: int = 0
+    reverse: bool = False
+
+
+def normalize_axis(axis: int, rank: int, where: str) -> int:
+    """``axis`` in [-rank, rank) mapped to [0, rank); a GraphError naming ``where`` otherwise."""
+    from ..errors import GraphError
+
+    if not -rank <= axis < rank:
+        raise GraphError(f"{where}: axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+@dataclass(frozen=True)
+class LoopLayout:
+    """Where each role sits among a Loop node's inputs, outputs and body ports."""
+
+    num_carried: int
+    num_sliced: int
+    num_invariant: int
+    num_stacked: int
+
+    @staticmethod
+    def of(node: Node) -> LoopLayout:
+        return LoopLayout.from_parts(len(node.inputs), node.attrs)
+
+    @staticmethod
+    def from_parts(num_inputs: int, attrs: dict[str, Any]) -> LoopLayout:
+        k = int(attrs.get("num_carried", 0))
+        s = len(attrs.get("sliced", ()))
+        return LoopLayout(k, s, num_inputs - 2 - k - s, len(attrs.get("stacked", ())))
+
+    # node inputs: max_trip_count, initial_condition, carried*, sliced*, invariant*
+    def carried_inputs(self) -> range:
+        return range(2, 2 + self.num_carried)
+
+    def sliced_inputs(self) -> range:
+        return range(2 + self.num_carried, 2 + self.num_carried + self.num_sliced)
+
+    def invariant_inputs(self) -> range:
+        start = 2 + self.num_carried + self.num_sliced
+        return range(start, start + self.num_invariant)
+
+    # body params: iteration, carried*, slices*, invariants*
+    def carried_params(self) -> range:
+        return range(1, 1 + self.num_carried)
+
+    def slice_params(self) -> range:
+        return range(1 + self.num_carried, 1 + self.num_carried + self.num_sliced)
+
+    def invariant_params(self) -> range:
+        start = 1 + self.num_carried + self.num_sliced
+        return range(start, start + self.num_invariant)
+
+    # body results: continue_condition, carried_next*, per_iteration*
+    def carried_results(self) -> range:
+        return range(1, 1 + self.num_carried)
+
+    def per_iteration_results(self) -> range:
+        return range(1 + self.num_carried, 1 + self.num_carried + self.num_stacked)
+
+
+_LOOP_ATTRS = {
+    "body": AttrSpec(Graph, doc="closed body graph"),
+    "num_carried": AttrSpec(int, 0, "how many carried values follow the two control inputs"),
+    "sliced": AttrSpec(tuple, (), "one Sliced per sliced source"),
+    "stacked": AttrSpec(tuple, (), "one Stacked per per-iteration body result"),
+}
+
+
+@op("Loop", inputs=(2, None), attrs=_LOOP_ATTRS)
+def _infer_loop(ctx: InferContext) -> list[Type]:
+    """The one loop every other loop form lowers to.
+
+    Inputs: ``max_trip_count?`` (integer scalar), ``initial_condition?`` (bool scalar), then
+    ``carried*``, ``sliced*`` and ``invariant*`` values. The body is a closed graph with
+    parameters ``(iteration, *carried, *slices, *invariants)`` and results
+    ``(continue_condition, *carried_next, *per_iteration)``. Outputs: the final carried values,
+    then each per-iteration result stacked on a new axis. Its meaning, exactly as the reference
+    interpreter runs it::
+
+        def loop(max_trip_count, initial_condition, carried, sources, invariants):
+            bounds = [max_trip_count] if max_trip_count is not None else []
+            bounds += [src.shape[s.axis] for src, s in zip(sources, sliced)]
+            cond = True if initial_condition is None else bool(initial_condition)
+            i, per_iteration = 0, [[] for _ in stacked]
+            while all(i < b for b in bounds) and cond:
+                slices = [take(src, len_axis - 1 - i if s.reverse else i, s.axis)
+                          for src, s in zip(sources, sliced)]
+                cond, *carried, *ys = body(i, *carried, *slices, *invariants)
+                for acc, y in zip(per_iteration, ys):
+                    acc.append(y)
+                i += 1
+                if i > max_iterations: raise LoopLimitError
+            outputs = [stack(acc[::-1] if st.reverse else acc, axis=st.axis)
+                       for acc, st in zip(per_iteration, stacked)]
+            return *carried, *outputs
+
+    With zero trips the carried outputs are the initial values and each stacked output has
+    length 0 on its new axis, its other dims taken from the body's (inferred) result type.
+    """
+    body: Graph = ctx.attr("body")
+    layout = LoopLayout.from_parts(len(ctx), ctx.attrs)
+    if layout.num_invariant < 0:
+        raise ctx.error(f"{len(ctx)} inputs cannot hold {layout.num_carried} carried values and "
+                        f"{layout.num_sliced} sliced sources after the two control inputs")
+    length = _static_trip_count(ctx, layout)
+    out: list[Type] = [body.inputs[p].type for p in layout.carried_params()]
+    for r, st in zip(layout.per_iteration_results(), ctx.attr("stacked"), strict=True):
+        t = body.outputs[r].type
+        if not isinstance(t, TensorType):
+            raise ctx.error(f"per-iteration result #{r - 1 - layout.num_carried} is {t}, "
+                            "expected a tensor")
+        if t.shape is None:
+            out.append(TensorType(t.dtype, None))
+            continue
+        axis = normalize_axis(st.axis, len(t.shape) + 1, f"{ctx.where} stacked #{r}")
+        out.append(TensorType(t.dtype, (*t.shape[:axis], length, *t.shape[axis:])))
+    return out
+
+
+def _static_trip_count(ctx: InferContext, layout: LoopLayout) -> Dim:
+    """The trip count if it is known before running (no condition, constant bounds)."""
+    if ctx.has(1) or len(ctx.attr("body").outputs) == 0:
+        return UNKNOWN
+    body: Graph = ctx.attr("body")
+    cond = body.outputs[0]
+    if not (cond.producer is not None and cond.producer.op == "Constant"
+            and bool(cond.producer.attrs["value"])):
+        return UNKNOWN
+    bounds: list[int] = []
+    trip = ctx.const_ints(0)
+    if ctx.has(0):
+        if trip is None:
+            return UNKNOWN
+        bounds.append(max(trip[0], 0))
+    for i, s in zip(layout.sliced_inputs(), ctx.attr("sliced"), strict=True):
+        t = ctx.tensor(i)
+        if t.shape is None:
+            return UNKNOWN
+        d = t.shape[normalize_axis(s.axis, len(t.shape), ctx.where)]
+        if not isinstance(d, int):
+            return UNKNOWN
+        bounds.append(d)
+    return min(bounds) if bounds else UNKNOWN
+
+
+_IF_ATTRS = {
+    "then_branch": AttrSpec(Graph, doc="closed graph run when cond is true"),
+    "else_branch": AttrSpec(Graph, doc="closed graph run when cond is false"),
+}
+
+
+@op("If", inputs=(1, None), attrs=_IF_ATTRS)
+def _infer_if(ctx: InferContext) -> list[Type]:
+    """Run one of two closed branches.
+
+    Inputs ``(cond, *captured)``; both branches take ``captured`` as parameters and yield the
+    same number of results, which are the node's outputs::
+
+        def if_(cond, *captured):
+            return then_branch(*captured) if bool(cond) else else_branch(*captured)
+    """
+    then_b: Graph = ctx.attr("then_branch")
+    else_b: Graph = ctx.attr("else_branch")
+    if len(then_b.outputs) != len(else_b.outputs):
+        raise ctx.error(f"then_branch yields {len(then_b.outputs)} results, "
+                        f"else_branch yields {len(else_b.outputs)}")
+    out: list[Type] = []
+    for i, (a, b) in enumerate(zip(then_b.outputs, else_b.outputs, strict=True)):
+        try:
+            out.append(a.type.join(b.type))
+        except Exception:
+            raise ctx.error(f"output #{i}: then_branch yields {a.type}, else_branch yields "
+                            f"{b.type}") from None
+    return out
