@@ -56,11 +56,19 @@ class Value:
         return self.type
 
     def replace_all_uses_with(self, new: Value) -> None:
-        """Point every consumer of this value (and graph outputs) at ``new``."""
+        """Point every consumer of this value (and graph results) at ``new``.
+
+        A graph result keeps its name, since names are the model's output names: ``new`` takes
+        this value's name (and this value ``new``'s old one) unless ``new`` is already a parameter
+        or a result of the graph.
+        """
         for use in list(self._uses):
             use.node.set_input(use.index, new)
-        if self.graph is not None:
-            self.graph.outputs = [new if o is self else o for o in self.graph.outputs]
+        g = self.graph
+        if g is not None and self in g.outputs:
+            if new.graph is g and new not in g.inputs and new not in g.outputs:
+                self.name, new.name = new.name, self.name
+            g.outputs = [new if o is self else o for o in g.outputs]
 
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from ..ir.opdef import InferContext
+from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, Dim, TensorType, Type
 
 
@@ -45,3 +47,56 @@ def norm_axis(ctx: InferContext, axis: int, rank: int) -> int:
     if not -rank <= axis < rank:
         raise ctx.error(f"axis {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
+
+
+# Each kind: the words naming it in errors, and which element types it admits.
+_KINDS: dict[str, tuple[str, Callable[[DType], bool]]] = {
+    "any": ("", lambda d: True),
+    "numeric": ("numeric", lambda d: d is not DType.bool),
+    "signed": ("signed numeric", lambda d: d.is_signed),
+    "float": ("floating-point", lambda d: d.is_float),
+    "int": ("integer", lambda d: d.is_int),
+    "bool": ("bool", lambda d: d is DType.bool),
+}
+
+
+def expect(ctx: InferContext, index: int, kind: str = "any", rank: int | None = None) -> TensorType:
+    """Input ``index`` as a tensor of element ``kind`` (and ``rank``, when its rank is known)."""
+    t = ctx.tensor(index)
+    words, admits = _KINDS[kind]
+    bad_rank = rank is not None and t.rank is not None and t.rank != rank
+    if not admits(t.dtype) or bad_rank:
+        phrase = " ".join(w for w in (words, "scalar" if rank == 0 else "tensor") if w)
+        if rank:
+            phrase = f"{rank}-D {phrase}"
+        article = "an" if phrase[0] in "aeiou" else "a"
+        raise ctx.error(f"input #{index}: expected {article} {phrase}, got {t}")
+    return t
+
+
+def static_length(t: TensorType) -> int | None:
+    """The length of a 1-D tensor when it is known before running."""
+    if t.shape is None or len(t.shape) != 1 or not isinstance(t.shape[0], int):
+        return None
+    return t.shape[0]
+
+
+def normalize_axes(axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
+    """``axes`` mapped into [0, rank); ValueError if one is out of range or repeated."""
+    out: list[int] = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise ValueError(f"{what} {list(axes)}: {a} is out of range for rank {rank}")
+        out.append(a + rank if a < 0 else a)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{what} {list(axes)} name an axis twice")
+    return out
+
+
+@contextmanager
+def reported(ctx: InferContext) -> Iterator[None]:
+    """Re-raise a shared helper's ValueError as this node's shape-inference error."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ctx.error(str(exc)) from None

@@ -1,0 +1,14 @@
+"""Graph passes: named objects ``pass_(graph) -> PassResult(graph, changed)``, verified after."""
+
+from .base import Pass, PassResult, run_passes
+from .dead_code import eliminate_dead_code
+from .unroll import static_trip_count, unroll_loops
+
+__all__ = [
+    "Pass",
+    "PassResult",
+    "eliminate_dead_code",
+    "run_passes",
+    "static_trip_count",
+    "unroll_loops",
+]

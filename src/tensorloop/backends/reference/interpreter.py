@@ -58,7 +58,10 @@ class Interpreter:
             trace_names=frozenset(trace),
         )
         for name, var in graph.variables.items():
-            self.state.variables.setdefault(name, var.initial.copy())
+            if name not in self.state.variables:
+                initial = var.initial.copy()
+                initial.setflags(write=False)
+                self.state.variables[name] = initial
         return self.run_graph(graph, args)
 
     def run_graph(self, graph: Graph, args: Sequence[Any]) -> list[Any]:
@@ -90,10 +93,9 @@ class Interpreter:
         except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
             shapes = ", ".join(_describe(x) for x in inputs)
             raise ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}") from exc
-        outs = list(result) if isinstance(result, tuple | list) and len(node.outputs) != 1 else [
-            result
-        ]
-        if len(node.outputs) == 0:
+        # A tuple is one value per output; anything else (a list is a sequence) is one output.
+        outs = list(result) if isinstance(result, tuple) else [result]
+        if len(node.outputs) == 0 and result is None:
             return []
         if len(outs) != len(node.outputs):
             raise ExecutionError(

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .interpreter import Interpreter
 
 Kernel = Callable[..., Any]
-"""``fn(ctx, *inputs) -> value | tuple/list of values`` (one per node output)."""
+"""``fn(ctx, *inputs) -> value``, or a tuple with one value per output (None for no outputs)."""
 
 _KERNELS: dict[str, Kernel] = {}
 

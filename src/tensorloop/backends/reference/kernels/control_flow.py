@@ -14,7 +14,9 @@ from ..registry import KernelContext, kernel
 
 
 @kernel("Loop")
-def loop(ctx: KernelContext, max_trip_count: Any, initial_condition: Any, *rest: Any) -> list[Any]:
+def loop(
+    ctx: KernelContext, max_trip_count: Any, initial_condition: Any, *rest: Any
+) -> tuple[Any, ...]:
     body: Graph = ctx.attr("body")
     sliced: tuple[Sliced, ...] = ctx.attr("sliced")
     stacked: tuple[Stacked, ...] = ctx.attr("stacked")
@@ -55,7 +57,7 @@ def loop(ctx: KernelContext, max_trip_count: Any, initial_condition: Any, *rest:
             zip(per_iteration, stacked, layout.per_iteration_results(), strict=True)
         )
     ]
-    return [*carried, *outputs]
+    return (*carried, *outputs)
 
 
 def _stack(
@@ -99,9 +101,9 @@ def _bind_symbols(body: Graph, ctx: KernelContext, args: list[Any]) -> dict[str,
 
 
 @kernel("If")
-def if_(ctx: KernelContext, cond: Any, *captured: Any) -> list[Any]:
+def if_(ctx: KernelContext, cond: Any, *captured: Any) -> tuple[Any, ...]:
     c = np.asarray(cond)
     if c.size != 1:
         raise ExecutionError(f"{ctx.where}: cond must hold one element, got shape {list(c.shape)}")
     branch: Graph = ctx.attr("then_branch") if bool(c.reshape(())) else ctx.attr("else_branch")
-    return ctx.interpreter.run_graph(branch, list(captured))
+    return tuple(ctx.interpreter.run_graph(branch, list(captured)))

@@ -31,7 +31,7 @@ def read_variable(ctx: KernelContext) -> np.ndarray[Any, Any]:
 
 
 @kernel("Assign")
-def assign(ctx: KernelContext, value: np.ndarray[Any, Any]) -> list[Any]:
+def assign(ctx: KernelContext, value: np.ndarray[Any, Any]) -> None:
     name = ctx.attr("variable")
     current = ctx.interpreter.state.variables.get(name)
     if current is not None and (current.shape != value.shape or current.dtype != value.dtype):
@@ -39,5 +39,6 @@ def assign(ctx: KernelContext, value: np.ndarray[Any, Any]) -> list[Any]:
             f"{ctx.where}: variable '{name}' holds {current.dtype}{list(current.shape)}, "
             f"assigned {value.dtype}{list(value.shape)}"
         )
-    ctx.interpreter.state.variables[name] = np.array(value, copy=True)
-    return []
+    stored = np.array(value, copy=True)
+    stored.setflags(write=False)  # ReadVariable hands this array out without copying
+    ctx.interpreter.state.variables[name] = stored

@@ -1,0 +1,78 @@
+"""``tl.load`` and ``tl.save``: model files by suffix, through a registry the frontends fill."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .errors import FormatError, TensorloopError
+from .model import Model
+
+Loader = Callable[..., Model]
+Saver = Callable[..., None]
+
+_LOADERS: dict[str, Loader] = {}
+_SAVERS: dict[str, Saver] = {}
+_PLANNED = {".onnx": "ONNX (issue #4)", ".xml": "OpenVINO IR (issue #3)"}
+
+
+def loader(*suffixes: str) -> Callable[[Loader], Loader]:
+    def register(fn: Loader) -> Loader:
+        for s in suffixes:
+            _LOADERS[s] = fn
+        return fn
+
+    return register
+
+
+def saver(*suffixes: str) -> Callable[[Saver], Saver]:
+    def register(fn: Saver) -> Saver:
+        for s in suffixes:
+            _SAVERS[s] = fn
+        return fn
+
+    return register
+
+
+def _suffix(path: str | os.PathLike[str], table: dict[str, Any], verb: str) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in table:
+        return suffix
+    if suffix in _PLANNED:
+        raise FormatError(f"{path}: {verb} {_PLANNED[suffix]} is not available in this version")
+    known = ", ".join(sorted(table))
+    raise FormatError(f"{path}: unknown model format '{suffix}'; tensorloop {verb}s {known}")
+
+
+def load(path: str | os.PathLike[str], **options: Any) -> Model:
+    """Open a model file: text IR (``.tl``) now; ``.onnx`` and ``.xml`` as their frontends land."""
+    fn = _LOADERS[_suffix(path, _LOADERS, "load")]
+    if not Path(path).is_file():
+        raise FormatError(f"{path}: no such file")
+    return fn(path, **options)
+
+
+def save(model: Model, path: str | os.PathLike[str], **options: Any) -> None:
+    """Write a model; the format follows the suffix."""
+    _SAVERS[_suffix(path, _SAVERS, "save")](model, path, **options)
+
+
+@loader(".tl", ".tlir")
+def _load_text(path: str | os.PathLike[str], **options: Any) -> Model:
+    from .ir.parser import parse_graph
+
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        graph = parse_graph(text)
+        return Model(graph, **options)
+    except TensorloopError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+
+
+@saver(".tl", ".tlir")
+def _save_text(model: Model, path: str | os.PathLike[str]) -> None:
+    from .ir.printer import print_graph
+
+    Path(path).write_text(print_graph(model.graph) + "\n", encoding="utf-8")

@@ -1,0 +1,433 @@
+"""Reads the text form written by ``printer.print_graph`` back into a Graph."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+import numpy as np
+
+from ..errors import ParseError
+from ..tensor.dtypes import DType
+from ..tensor.types import UNKNOWN, Dim, OptionalType, SequenceType, TensorType, Type
+from .graph import Graph, Node, Value
+from .printer import ATTR_RECORDS, floats_to_array, sigil_name
+
+_STRING = r'"(?:[^"\\\n]|\\.)*"'
+_TOKEN = re.compile(
+    rf"""
+    (?P<skip>[ \t\r\n]+|\#[^\n]*)
+  | (?P<sigil>[%@])(?:(?P<bare>[A-Za-z0-9_.]+)|(?P<quoted>{_STRING}))
+  | (?P<string>{_STRING})
+  | (?P<number>-?(?:0x[0-9a-fA-F]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?))
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<punct>\.\.\.|[(){{}}\[\]<>,=:?*-])
+    """,
+    re.VERBOSE,
+)
+_DTYPES = {**{d.value: d for d in DType}, **{d.short: d for d in DType}}
+_INTEGER = re.compile(r"-?(0x[0-9a-fA-F]+|[0-9]+)")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "value" (%x), "global" (@x), "string", "number", "ident", "punct" or "eof"
+    text: str  # the decoded name or string for value/global/string, else the source text
+    line: int
+    column: int
+
+    def show(self) -> str:
+        if self.kind == "eof":
+            return "end of input"
+        if self.kind in ("value", "global"):
+            return sigil_name("%" if self.kind == "value" else "@", self.text)
+        return json.dumps(self.text) if self.kind == "string" else f"'{self.text}'"
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens: list[Token] = []
+    pos, line, line_start = 0, 1, 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        column = pos - line_start + 1
+        if m is None:
+            raise ParseError(
+                f"line {line}, column {column}: expected a token, "
+                f"found unexpected character {text[pos]!r}"
+            )
+        kind = m.lastgroup
+        assert kind is not None
+        if kind == "skip":
+            newlines = m.group().count("\n")
+            if newlines:
+                line += newlines
+                line_start = pos + m.group().rindex("\n") + 1
+        elif kind in ("bare", "quoted", "string"):
+            raw = m.group(kind)
+            try:
+                value = raw if kind == "bare" else json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise ParseError(
+                    f"line {line}, column {column}: expected a valid string, found {raw} ({e.msg})"
+                ) from None
+            if kind == "string":
+                tokens.append(Token("string", value, line, column))
+            else:
+                sigil = "value" if m.group("sigil") == "%" else "global"
+                tokens.append(Token(sigil, value, line, column))
+        else:
+            tokens.append(Token(kind, m.group(), line, column))
+        pos = m.end()
+    tokens.append(Token("eof", "", line, len(text) - line_start + 1))
+    return tokens
+
+
+def parse_graph(text: str) -> Graph:
+    """Parse one ``graph @name(...) {...}``; raises ParseError naming line and column."""
+    return _Parser(text).top()
+
+
+T = TypeVar("T")
+Scope = dict[str, tuple[Value, Token]]  # a graph's values so far, with where each was defined
+
+
+@dataclass(frozen=True)
+class NanBits:
+    """A NaN written with its exact bit pattern, ``nan(0x7fc00001)``."""
+
+    bits: int
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.tokens = tokenize(text)
+        self.pos = 0
+
+    # -- token helpers -------------------------------------------------------------------------
+    def peek(self, ahead: int = 0) -> Token:
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+
+    def next(self) -> Token:
+        tok = self.peek()
+        self.pos += 1
+        return tok
+
+    def at(self, text: str, kind: str = "punct", ahead: int = 0) -> bool:
+        tok = self.peek(ahead)
+        return tok.kind == kind and tok.text == text
+
+    def accept(self, text: str, kind: str = "punct") -> bool:
+        if self.at(text, kind):
+            self.pos += 1
+            return True
+        return False
+
+    def expect(self, text: str, kind: str = "punct") -> Token:
+        if not self.at(text, kind):
+            self.fail(f"'{text}'")
+        return self.next()
+
+    def expect_kind(self, kind: str, what: str) -> Token:
+        if self.peek().kind != kind:
+            self.fail(what)
+        return self.next()
+
+    def items(self, close: str, item: Callable[[], T]) -> list[T]:
+        """Comma-separated ``item``s up to and including the ``close`` punctuation."""
+        out: list[T] = []
+        while not self.accept(close):
+            if out and not self.accept(","):
+                self.fail(f"',' or '{close}'")
+            out.append(item())
+        return out
+
+    def fail(self, expected: str, tok: Token | None = None, found: str | None = None) -> NoReturn:
+        tok = tok or self.peek()
+        raise ParseError(
+            f"line {tok.line}, column {tok.column}: expected {expected}, "
+            f"found {found or tok.show()}"
+        )
+
+    # -- graphs ------------------------------------------------------------------------------
+    def top(self) -> Graph:
+        graph = self.graph(frozenset())
+        self.expect_kind("eof", "end of input")
+        return graph
+
+    def graph(self, outer: AbstractSet[str]) -> Graph:
+        """``outer`` names the values of enclosing graphs, only to explain why they are unusable."""
+        self.expect("graph", "ident")
+        graph = Graph(self.expect_kind("global", "a graph name (@name)").text)
+        scope: Scope = {}
+
+        def param() -> None:
+            tok = self.define(scope)
+            self.expect(":")
+            scope[tok.text] = (graph.add_input(tok.text, self.type()), tok)
+
+        self.expect("(")
+        self.items(")", param)
+        self.expect("{")
+        while not self.accept("return", "ident"):
+            if self.at("var", "ident"):
+                self.variable(graph)
+            else:
+                self.node(graph, scope, outer)
+        if self.peek().kind == "value":
+            graph.outputs.append(self.use(scope, outer))
+            while self.accept(","):
+                graph.outputs.append(self.use(scope, outer))
+        self.expect("}")
+        return graph
+
+    def variable(self, graph: Graph) -> None:
+        self.expect("var", "ident")
+        trainable = self.accept("trainable", "ident")
+        tok = self.expect_kind("global", "a variable name (@name)")
+        if tok.text in graph.variables:
+            self.fail("a new variable name", tok, f"{tok.show()} defined twice")
+        self.expect(":")
+        declared = self.type()
+        self.expect("=")
+        at = self.peek()
+        if not self.at("dense", "ident"):
+            self.fail("a dense<...> initial value")
+        initial = self.dense()
+        actual = TensorType(initial.dtype, initial.shape)
+        if actual != declared:
+            self.fail(f"an initial value of type {declared}", at, f"one of type {actual}")
+        graph.add_variable(tok.text, initial, trainable)
+
+    def node(self, graph: Graph, scope: Scope, outer: AbstractSet[str]) -> None:
+        outs: list[Token] = []
+        if self.peek().kind == "value":
+            outs.append(self.define(scope))
+            while self.accept(","):
+                outs.append(self.define(scope, outs))
+            self.expect("=")
+        op = self.next()
+        if op.kind not in ("ident", "string"):
+            self.fail("a node, 'var' or 'return'" if not outs else "an op name", op)
+        self.expect("(")
+        inputs = self.items(
+            ")", lambda: None if self.accept("none", "ident") else self.use(scope, outer)
+        )
+        attrs: dict[str, Any] = {}
+
+        def attr() -> None:
+            key = self.next()
+            if key.kind not in ("ident", "string"):
+                self.fail("an attribute name", key)
+            if key.text in attrs:
+                self.fail("a new attribute name", key, f"{key.show()} given twice")
+            self.expect("=")
+            attrs[key.text] = self.literal(outer | scope.keys())
+
+        if self.accept("{"):
+            self.items("}", attr)
+        types: list[Type] = []
+        if outs:
+            colon = self.expect(":")
+            types.append(self.type())
+            while self.accept(","):
+                types.append(self.type())
+            if len(types) != len(outs):
+                self.fail(f"{len(outs)} output types", colon, str(len(types)))
+        name = ""
+        if self.accept("loc", "ident"):
+            self.expect("(")
+            name = self.expect_kind("string", "a quoted node name").text
+            self.expect(")")
+        node = Node(op.text, inputs, types, attrs, name=name, output_names=[t.text for t in outs])
+        graph.append(node)
+        scope.update((tok.text, (v, tok)) for tok, v in zip(outs, node.outputs, strict=True))
+
+    # -- values ------------------------------------------------------------------------------
+    def define(self, scope: Scope, pending: list[Token] = []) -> Token:  # noqa: B006 (read only)
+        tok = self.expect_kind("value", "a value name (%name)")
+        if not tok.text:
+            self.fail("a non-empty value name", tok)
+        first = scope[tok.text][1] if tok.text in scope else None
+        first = first or next((t for t in pending if t.text == tok.text), None)
+        if first is not None:
+            self.fail(
+                "a new value name",
+                tok,
+                f"{tok.show()} already defined at line {first.line}, column {first.column}",
+            )
+        return tok
+
+    def input(self, scope: Scope, outer: AbstractSet[str]) -> Value | None:
+        return None if self.accept("none", "ident") else self.use(scope, outer)
+
+    def use(self, scope: Scope, outer: AbstractSet[str]) -> Value:
+        tok = self.expect_kind("value", "a value (%name)")
+        if tok.text in scope:
+            return scope[tok.text][0]
+        if tok.text in outer:
+            self.fail(
+                "a value of this graph",
+                tok,
+                f"{tok.show()} of an enclosing graph "
+                "(graph bodies are closed: pass it in as an input)",
+            )
+        self.fail("a value defined earlier in this graph", tok, f"undefined value {tok.show()}")
+
+    # -- types -------------------------------------------------------------------------------
+    def type(self) -> Type:
+        tok = self.expect_kind("ident", "a type")
+        if tok.text in ("seq", "opt"):
+            self.expect("<")
+            element = self.type()
+            self.expect(">")
+            return SequenceType(element) if tok.text == "seq" else OptionalType(element)
+        dt = _DTYPES.get(tok.text)
+        if dt is None:
+            self.fail("a type", tok, f"unknown type '{tok.text}'")
+        self.expect("[")
+        if self.accept("*"):
+            self.expect("]")
+            return TensorType(dt, None)
+        return TensorType(dt, self.items("]", self.dim))
+
+    def dim(self) -> Dim:
+        tok = self.next()
+        if tok.kind == "number" and tok.text.isdigit():
+            return int(tok.text)
+        if tok.kind == "punct" and tok.text == "?":
+            return UNKNOWN
+        if tok.kind in ("ident", "string") and tok.text.replace("_", "a").isalnum():
+            return tok.text  # a symbol; the printer quotes those that would read as something else
+        self.fail("a dimension (an int, a symbol or ?)", tok)
+
+    # -- attribute literals ------------------------------------------------------------------
+    def literal(self, outer: AbstractSet[str] = frozenset()) -> Any:
+        tok = self.peek()
+        if tok.kind == "string":
+            return self.next().text
+        if tok.kind == "number" or self.at("-") or tok.text in ("inf", "nan"):
+            value = self.number()
+            return _nan_from_bits(value.bits) if isinstance(value, NanBits) else value
+        if self.accept("["):
+            return tuple(self.items("]", lambda: self.literal(outer)))
+        if tok.kind != "ident":
+            self.fail("an attribute value")
+        word = tok.text
+        if word in ("none", "true", "false"):
+            self.next()
+            return None if word == "none" else word == "true"
+        if word == "dense":
+            return self.dense()
+        if word == "graph":
+            return self.graph(outer)
+        if word in ("seq", "opt") or (word in _DTYPES and self.at("[", ahead=1)):
+            return self.type()
+        if word in _DTYPES:
+            return _DTYPES[self.next().text]
+        if self.at("(", ahead=1):
+            return self.record(outer)
+        self.fail("an attribute value", tok, f"unknown word '{word}'")
+
+    def record(self, outer: AbstractSet[str]) -> Any:
+        tok = self.next()
+        cls = ATTR_RECORDS.get(tok.text)
+        if cls is None:
+            known = ", ".join(sorted(ATTR_RECORDS))
+            self.fail(f"an attribute record ({known})", tok, f"unknown record '{tok.text}'")
+        self.expect("(")
+        fields: dict[str, Any] = {}
+
+        def field() -> None:
+            key = self.expect_kind("ident", f"a field of {tok.text}")
+            if key.text in fields:
+                self.fail("a new field name", key, f"'{key.text}' given twice")
+            self.expect("=")
+            fields[key.text] = self.literal(outer)
+
+        self.items(")", field)
+        try:
+            return cls(**fields)
+        except TypeError as e:
+            self.fail(f"the fields of {tok.text}", tok, f"an error: {e}")
+
+    def number(self) -> int | float | NanBits:
+        """An int, or a float as the printer spells it: decimal, [-]inf, nan or nan(0xBITS)."""
+        tok = self.next()
+        if tok.kind == "number":
+            if _INTEGER.fullmatch(tok.text):
+                return int(tok.text, 16 if "x" in tok.text else 10)
+            return float(tok.text)
+        if tok.text == "-" and self.at("inf", "ident"):
+            self.next()
+            return float("-inf")
+        if tok.text == "inf":
+            return float("inf")
+        if tok.text != "nan":
+            self.fail("a number", tok)
+        if not self.accept("("):
+            return float("nan")
+        bits = self.next()
+        if bits.kind != "number" or not bits.text.startswith("0x"):
+            self.fail("the bits of a NaN in hex (0x...)", bits)
+        self.expect(")")
+        return NanBits(int(bits.text, 16))
+
+    def dense(self) -> np.ndarray[Any, Any]:
+        self.expect("dense", "ident")
+        self.expect("<")
+        at = self.peek()
+        t = self.type()
+        if not isinstance(t, TensorType) or not t.is_static:
+            self.fail("a static tensor type", at, str(t))
+        self.expect(">")
+        start = self.expect("[")
+        if self.at("..."):
+            self.fail(
+                "constant data",
+                self.peek(),
+                "'...': this constant was elided when "
+                "printed (elide_constants) and cannot be parsed back",
+            )
+
+        def element() -> tuple[Token, Any]:
+            tok = self.peek()
+            if tok.kind == "ident" and tok.text in ("true", "false"):
+                return tok, self.next().text == "true"
+            return tok, self.number()
+
+        items = self.items("]", element)
+        if len(items) != t.numel():
+            self.fail(f"{t.numel()} values for {t}", start, str(len(items)))
+        return _array(self, t, items)
+
+
+def _nan_from_bits(bits: int) -> float:
+    return float(np.array(bits & (2**64 - 1), dtype=np.uint64).view(np.float64))
+
+
+def _array(parser: _Parser, t: TensorType, items: list[tuple[Token, Any]]) -> np.ndarray[Any, Any]:
+    dt, shape = t.dtype, t.static_shape
+    ok: type | tuple[type, ...] = (
+        bool if dt is DType.bool else int if dt.is_int else (int, float, NanBits)
+    )
+    for tok, value in items:
+        if not isinstance(value, ok) or isinstance(value, bool) != (dt is DType.bool):
+            parser.fail(f"{'true or false' if ok is bool else 'a number'} in a {dt} constant", tok)
+    if not dt.is_float:
+        try:
+            return np.array([v for _, v in items], dtype=dt.numpy).reshape(shape)
+        except OverflowError:
+            parser.fail(f"{dt} values", items[0][0], "a value out of range")
+    values = [float("nan") if isinstance(v, NanBits) else float(v) for _, v in items]
+    array = floats_to_array(values, dt)
+    bits = array.view(f"u{dt.itemsize}")
+    for i, (tok, v) in enumerate(items):
+        if isinstance(v, NanBits):
+            if v.bits >= 1 << (8 * dt.itemsize):
+                parser.fail(f"NaN bits that fit in {dt}", tok)
+            bits[i] = v.bits
+    return array.reshape(shape)

@@ -1,0 +1,221 @@
+"""The text form of the IR, one node per line and MLIR-flavoured; ``parse_graph`` reads it back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..errors import GraphError
+from ..tensor.dtypes import DType, dtype
+from ..tensor.types import OptionalType, SequenceType, TensorType, Type
+from .control_flow import Sliced, Stacked
+from .graph import Graph, Node, Value
+
+_BARE_NAME = re.compile(r"[A-Za-z0-9_.]+")
+_BARE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_BARE_DIM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# An op spelled like a statement keyword would be misread at the start of a line.
+_KEYWORDS = frozenset({"var", "return", "loc"})
+
+ATTR_RECORDS: dict[str, type] = {"Sliced": Sliced, "Stacked": Stacked}
+"""Frozen dataclasses that may appear as attributes, by the name they are printed under."""
+
+R = TypeVar("R", bound=type)
+
+
+def register_attr_record(cls: R) -> R:
+    """Let instances of the frozen dataclass ``cls`` be printed and parsed as attributes."""
+    if not (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+        raise GraphError(f"{cls.__name__} must be a frozen dataclass to be an attribute record")
+    known = ATTR_RECORDS.setdefault(cls.__name__, cls)
+    if known is not cls:
+        raise GraphError(f"another attribute record is already named {cls.__name__}")
+    return cls
+
+
+def quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def sigil_name(sigil: str, name: str) -> str:
+    """``%name`` / ``@name``, quoted when the name has characters beyond [A-Za-z0-9_.]."""
+    return sigil + (name if _BARE_NAME.fullmatch(name) else quote(name))
+
+
+def format_type(t: Type) -> str:
+    if isinstance(t, TensorType):
+        if t.shape is None:
+            return f"{t.dtype.short}[*]"
+        dims = (
+            d if isinstance(d, int) or _BARE_DIM.fullmatch(d) or d == "?" else quote(d)
+            for d in t.shape
+        )
+        return f"{t.dtype.short}[{','.join(str(d) for d in dims)}]"
+    if isinstance(t, SequenceType):
+        return f"seq<{format_type(t.element)}>"
+    if isinstance(t, OptionalType):
+        return f"opt<{format_type(t.element)}>"
+    raise GraphError(f"cannot print type {t!r}")
+
+
+# -- floats ------------------------------------------------------------------------------------
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def floats_to_array(values: list[float], dt: DType) -> np.ndarray[Any, Any]:
+    """How the parser turns decimal float literals into elements; the printer checks against it."""
+    with np.errstate(all="ignore"):
+        return np.array(values, dtype=np.float64).astype(dt.numpy)
+
+
+def _shortest(x: Any, dt: DType) -> str:
+    if dt is DType.float64:
+        return repr(float(x))
+    if dt is not DType.bfloat16:
+        text = str(x)  # NumPy prints float16/float32 scalars as their shortest round-trip decimal
+    else:
+        for digits in range(1, 10):
+            text = f"{float(x):.{digits}g}"
+            if floats_to_array([float(text)], dt).view(np.uint16)[0] == np.array(x).view(np.uint16):
+                break
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def format_floats(flat: np.ndarray[Any, Any]) -> list[str]:
+    """Decimal text for each float element that parses back to the exact same bits.
+
+    The shortest decimal is tried first for readability; ``repr(float(x))`` is always exact
+    otherwise, except for NaNs other than the default one, whose bits are spelled out.
+    """
+    dt = dtype(flat.dtype)
+    texts = [_shortest(x, dt) for x in flat]
+    bits = flat.view(_UINT[dt.itemsize])
+    back = floats_to_array([float(t) for t in texts], dt).view(bits.dtype)
+    for i in np.flatnonzero(back != bits):
+        x = float(flat[i])
+        texts[i] = f"nan(0x{int(bits[i]):x})" if np.isnan(x) else repr(x)
+    return texts
+
+
+# -- the printer -------------------------------------------------------------------------------
+def print_graph(graph: Graph, *, elide_constants: int | None = None) -> str:
+    """The text form of ``graph``; arrays over ``elide_constants`` elements print as ``[...]``."""
+    return _Printer(elide_constants).graph(graph, "")
+
+
+def _value_names(graph: Graph) -> dict[Value, str]:
+    """The name each value prints under: its own, unless empty or taken earlier in this graph."""
+    taken = {v.name for v in graph.values()}
+    names: dict[Value, str] = {}
+    used: set[str] = set()
+    counter = 0
+    for v in graph.values():
+        name = v.name
+        while not name or name in used:
+            name = f"{v.name}_{counter}" if v.name else str(counter)
+            counter += 1
+            if name in taken:
+                name = ""
+        used.add(name)
+        names[v] = name
+    return names
+
+
+class _Printer:
+    def __init__(self, elide_constants: int | None) -> None:
+        self.elide = elide_constants
+
+    def graph(self, graph: Graph, indent: str) -> str:
+        names = _value_names(graph)
+
+        def ref(v: Value | None) -> str:
+            return "none" if v is None else sigil_name("%", names.get(v, v.name))
+
+        params = ", ".join(f"{ref(v)}: {format_type(v.type)}" for v in graph.inputs)
+        inner = indent + "  "
+        lines = [f"graph {sigil_name('@', graph.name)}({params}) {{"]
+        for var in graph.variables.values():
+            trainable = "trainable " if var.trainable else ""
+            lines.append(
+                f"{inner}var {trainable}{sigil_name('@', var.name)}: "
+                f"{format_type(var.type)} = {self.dense(var.initial)}"
+            )
+        lines.extend(inner + self.node(node, ref, inner) for node in graph.nodes)
+        results = ", ".join(ref(v) for v in graph.outputs)
+        lines.append(f"{inner}return {results}".rstrip())
+        lines.append(indent + "}")
+        return "\n".join(lines)
+
+    def node(self, node: Node, ref: Callable[[Value | None], str], indent: str) -> str:
+        outs = ", ".join(ref(v) for v in node.outputs)
+        op = (
+            node.op
+            if _BARE_IDENT.fullmatch(node.op) and node.op not in _KEYWORDS
+            else quote(node.op)
+        )
+        text = f"{outs} = " if outs else ""
+        text += f"{op}({', '.join(ref(v) for v in node.inputs)})"
+        if node.attrs:
+            attrs = (f"{_key(k)} = {self.attr(node.attrs[k], indent)}" for k in sorted(node.attrs))
+            text += " {" + ", ".join(attrs) + "}"
+        if node.outputs:
+            text += " : " + ", ".join(format_type(v.type) for v in node.outputs)
+        if node.name:
+            text += f" loc({quote(node.name)})"
+        return text
+
+    def attr(self, value: Any, indent: str) -> str:
+        if value is None:
+            return "none"
+        if isinstance(value, bool | np.bool_):
+            return "true" if value else "false"
+        if isinstance(value, int | np.integer):
+            return str(int(value))
+        if isinstance(value, float | np.floating):
+            return format_floats(np.array([value], dtype=np.float64))[0]
+        if isinstance(value, str):
+            return quote(value)
+        if isinstance(value, DType):
+            return value.short
+        if isinstance(value, Type):
+            return format_type(value)
+        if isinstance(value, np.ndarray):
+            return self.dense(value)
+        if isinstance(value, Graph):
+            return self.graph(value, indent)
+        if isinstance(value, tuple | list):
+            return "[" + ", ".join(self.attr(v, indent) for v in value) + "]"
+        name = type(value).__name__
+        if ATTR_RECORDS.get(name) is type(value) and dataclasses.is_dataclass(value):
+            fields = (
+                f"{f.name}={self.attr(getattr(value, f.name), indent)}"
+                for f in dataclasses.fields(value)
+            )
+            return f"{name}({', '.join(fields)})"
+        raise GraphError(
+            f"cannot print attribute value {value!r} of type {name} "
+            "(attribute records need register_attr_record)"
+        )
+
+    def dense(self, array: np.ndarray[Any, Any]) -> str:
+        dt = dtype(array.dtype)
+        head = f"dense<{format_type(TensorType(dt, array.shape))}>"
+        flat = array.reshape(-1)
+        if self.elide is not None and flat.size > self.elide:
+            return head + "[...]"
+        if dt is DType.bool:
+            items = ["true" if x else "false" for x in flat.tolist()]
+        elif dt.is_float:
+            items = format_floats(flat)
+        else:
+            items = [str(x) for x in flat.tolist()]
+        return f"{head}[{', '.join(items)}]"
+
+
+def _key(key: str) -> str:
+    return key if _BARE_IDENT.fullmatch(key) else quote(key)

@@ -1,0 +1,210 @@
+"""Model, Session and the run results: the user-facing way to execute a graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .backends.reference.interpreter import (
+    DEFAULT_MAX_ITERATIONS,
+    Interpreter,
+    TraceEntry,
+    coerce_inputs,
+)
+from .builder.tracing import Tensor, root_graph
+from .errors import GraphError, InputError
+from .ir.graph import Graph, Node, Value, Variable, clone_graph
+from .ir.verify import verify
+
+
+class Outputs(dict[str, Any]):
+    """A run's outputs by name; ``.trace`` holds the traced values, if any were asked for."""
+
+    trace: dict[str, list[TraceEntry]]
+
+    def __init__(self, values: Mapping[str, Any], trace: dict[str, list[TraceEntry]]) -> None:
+        super().__init__(values)
+        self.trace = trace
+
+
+class Session:
+    """Runs a model while keeping its persistent tensors (variables) across runs."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.state: dict[str, np.ndarray[Any, Any]] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Return every persistent tensor to its initial value."""
+        self.state = {n: _frozen(v.initial) for n, v in self.model.graph.variables.items()}
+
+    def run(
+        self,
+        inputs: Mapping[str, Any] | Sequence[Any] = (),
+        *,
+        trace: Iterable[str] = (),
+    ) -> Outputs:
+        """Run once; ``inputs`` by name or in input order. ``trace`` names body values to record
+        at every iteration (``outputs.trace[name]`` lists TraceEntry(iteration, value))."""
+        graph = self.model.graph
+        names = list(trace)
+        if names:
+            known = {v.name for _, n in graph.walk() for v in n.outputs}
+            known |= {v.name for v in graph.inputs}
+            known |= {p.name for _, n in graph.walk() for g in n.subgraphs.values() for p in g.inputs}
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise InputError(f"cannot trace {', '.join(unknown)}: no such value in the model")
+        args = coerce_inputs(graph, inputs, where=f"model '{graph.name}'")
+        interp = Interpreter(self.model.max_iterations)
+        results = interp.run(graph, args, variables=self.state, trace=names)
+        return Outputs(dict(zip(self.model.output_names, results, strict=True)), interp.state.trace)
+
+
+def _frozen(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    # Reads hand the stored array out without a copy, so it must not be writable.
+    copy = np.array(array, copy=True)
+    copy.setflags(write=False)
+    return copy
+
+
+class Model:
+    """A runnable graph: built with the tl.* API, parsed from text IR, or loaded from a file."""
+
+    def __init__(
+        self,
+        outputs: Graph | Tensor | Sequence[Tensor] | Mapping[str, Tensor],
+        inputs: Sequence[Tensor] | None = None,
+        *,
+        name: str = "model",
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    ) -> None:
+        self.graph = outputs if isinstance(outputs, Graph) else _extract(outputs, inputs, name)
+        self.max_iterations = max_iterations
+        verify(self.graph)
+        self._session = Session(self)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [v.name for v in self.graph.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [v.name for v in self.graph.outputs]
+
+    @property
+    def inputs(self) -> list[Value]:
+        return list(self.graph.inputs)
+
+    @property
+    def outputs(self) -> list[Value]:
+        return list(self.graph.outputs)
+
+    @property
+    def state(self) -> dict[str, np.ndarray[Any, Any]]:
+        """The persistent tensors of the default session."""
+        return self._session.state
+
+    def run(
+        self, inputs: Mapping[str, Any] | Sequence[Any] = (), *, trace: Iterable[str] = ()
+    ) -> Outputs:
+        """Run in the model's default session (persistent tensors carry over between runs)."""
+        return self._session.run(inputs, trace=trace)
+
+    def session(self) -> Session:
+        """A new session with its own persistent state."""
+        return Session(self)
+
+    def reset_state(self) -> None:
+        self._session.reset()
+
+    def __str__(self) -> str:
+        return str(self.graph)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{v.name}: {v.type}" for v in self.graph.inputs)
+        outs = ", ".join(f"{v.name}: {v.type}" for v in self.graph.outputs)
+        return f"<Model '{self.graph.name}' ({ins}) -> ({outs})>"
+
+
+def _extract(
+    outputs: Tensor | Sequence[Tensor] | Mapping[str, Tensor],
+    inputs: Sequence[Tensor] | None,
+    name: str,
+) -> Graph:
+    """Copy the part of the builder graph that ``outputs`` need into a fresh, closed graph."""
+    if isinstance(outputs, Tensor):
+        named = [(outputs.name, outputs)]
+    elif isinstance(outputs, Mapping):
+        named = list(outputs.items())
+    else:
+        named = [(t.name, t) for t in outputs]
+    src = root_graph()
+    for key, t in named:
+        if not isinstance(t, Tensor):
+            raise GraphError(f"output '{key}' is {type(t).__name__}, expected a tl tensor")
+        if t.value.graph is not src:
+            raise GraphError(f"output '{key}' (%{t.name}) lives in a loop or branch body")
+    needed = _needed_nodes(src, [t.value for _, t in named])
+    used_params = {v for n in needed for v in n.inputs if v is not None and v.is_parameter}
+    if inputs is None:
+        params = [p for p in src.inputs if p in used_params]
+    else:
+        params = [t.value for t in inputs]
+        missing = [p.name for p in src.inputs if p in used_params and p not in params]
+        missing += [t.name for _, t in named if t.value.is_parameter and t.value not in params]
+        if missing:
+            raise GraphError(f"the outputs depend on placeholder(s) {', '.join(missing)} "
+                             "not listed in inputs")
+    graph = Graph(name)
+    mapping: dict[Value, Value] = {p: graph.add_input(p.name, p.type) for p in params}
+    for node in src.nodes:
+        if node not in needed:
+            continue
+        if node.op == "ReadVariable":
+            var: Variable = src.variables[node.attrs["variable"]]
+            graph.variables[var.name] = Variable(var.name, var.initial, var.trainable)
+        attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
+        copy = Node(node.op, [None if v is None else mapping[v] for v in node.inputs],
+                    [o.type for o in node.outputs], attrs, name=node.name,
+                    output_names=[o.name for o in node.outputs])
+        graph.append(copy)
+        mapping.update(zip(node.outputs, copy.outputs, strict=True))
+    results: list[Value] = []
+    for key, t in named:
+        v = mapping[t.value]
+        if v.name != key:
+            if key in graph._names or v in results or v.is_parameter:
+                v = graph.add_node("Identity", [v], output_names=[key]).output
+                if v.name != key:
+                    raise GraphError(f"output name '{key}' is used twice")
+            else:
+                graph._names.discard(v.name)
+                graph._names.add(key)
+                v.name = key
+        elif v in results:
+            raise GraphError(f"output name '{key}' is used twice")
+        results.append(v)
+    graph.set_outputs(results)
+    return graph
+
+
+def _needed_nodes(src: Graph, roots: list[Value]) -> set[Node]:
+    """Nodes the roots depend on, plus the Assigns of every variable those nodes read."""
+    needed: set[Node] = set()
+    stack = [v.producer for v in roots if v.producer is not None]
+    seen_vars: set[str] = set()
+    while stack:
+        node = stack.pop()
+        if node in needed:
+            continue
+        needed.add(node)
+        stack += [v.producer for v in node.inputs if v is not None and v.producer is not None]
+        if node.op == "ReadVariable" and node.attrs["variable"] not in seen_vars:
+            seen_vars.add(node.attrs["variable"])
+            stack += [n for n in src.nodes
+                      if n.op == "Assign" and n.attrs["variable"] == node.attrs["variable"]]
+    return needed

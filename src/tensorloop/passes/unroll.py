@@ -1,0 +1,165 @@
+"""unroll_loops: replace loops with a trip count known before running by copies of their body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.control_flow import LoopLayout, Sliced, Stacked, normalize_axis
+from ..ir.graph import Graph, Node, Value, clone_graph
+from ..ir.opdef import infer_types
+from ..tensor.types import TensorType
+from .base import Pass, PassResult
+
+
+class UnrollLoops(Pass):
+    """Unroll every Loop whose trip count is static and at most ``max_trips``.
+
+    A loop qualifies when its condition cannot stop it (no ``initial_condition``, and the body's
+    ``continue_condition`` is a constant true) and its bounds are constants or static sliced
+    lengths. Slices become ``Gather`` with a constant index; stacked outputs become ``Unsqueeze``
+    and ``Concat``. Nested loops are unrolled from the inside out.
+    """
+
+    name = "unroll_loops"
+
+    def __init__(self, max_trips: int = 64) -> None:
+        self.max_trips = max_trips
+
+    def run(self, graph: Graph) -> PassResult:
+        return PassResult(graph, self._unroll_in(graph))
+
+    def _unroll_in(self, graph: Graph) -> bool:
+        changed = False
+        for node in list(graph.nodes):
+            for sub in node.subgraphs.values():
+                changed |= self._unroll_in(sub)
+            if node.op == "Loop":
+                trips = static_trip_count(node)
+                if trips is not None and trips <= self.max_trips and _can_stack(node, trips):
+                    _unroll(graph, node, trips)
+                    changed = True
+        return changed
+
+
+def static_trip_count(node: Node) -> int | None:
+    """How many times ``node`` runs, if that is known without running it."""
+    body: Graph = node.attrs["body"]
+    if node.inputs[1] is not None or not _is_const_true(body.outputs[0]):
+        return None
+    bounds: list[int] = []
+    trip = node.inputs[0]
+    if trip is not None:
+        data = _const(trip)
+        if data is None:
+            return None
+        bounds.append(max(int(data.reshape(-1)[0]), 0))
+    layout = LoopLayout.of(node)
+    for i, s in zip(layout.sliced_inputs(), node.attrs.get("sliced", ()), strict=True):
+        src = node.inputs[i]
+        assert src is not None
+        t = src.type
+        if not isinstance(t, TensorType) or t.shape is None:
+            return None
+        d = t.shape[normalize_axis(s.axis, len(t.shape), node.describe())]
+        if not isinstance(d, int):
+            return None
+        bounds.append(d)
+    return min(bounds) if bounds else None
+
+
+def _const(v: Value) -> np.ndarray[Any, Any] | None:
+    if v.producer is not None and v.producer.op == "Constant":
+        data: np.ndarray[Any, Any] = v.producer.attrs["value"]
+        return data
+    return None
+
+
+def _is_const_true(v: Value) -> bool:
+    data = _const(v)
+    return data is not None and data.size == 1 and bool(data.reshape(()))
+
+
+def _can_stack(node: Node, trips: int) -> bool:
+    """Zero-trip loops with stacked outputs unroll only if those outputs have a static type."""
+    if trips > 0:
+        return True
+    layout = LoopLayout.of(node)
+    return all(
+        isinstance(node.outputs[layout.num_carried + j].type, TensorType)
+        and node.outputs[layout.num_carried + j].tensor_type.is_static
+        for j in range(layout.num_stacked)
+    )
+
+
+def _unroll(graph: Graph, loop: Node, trips: int) -> None:
+    body: Graph = loop.attrs["body"]
+    sliced: tuple[Sliced, ...] = loop.attrs.get("sliced", ())
+    stacked: tuple[Stacked, ...] = loop.attrs.get("stacked", ())
+    layout = LoopLayout.of(loop)
+    inputs = list(loop.inputs)
+    carried = [inputs[i] for i in layout.carried_inputs()]
+    sources = [inputs[i] for i in layout.sliced_inputs()]
+    invariants = [inputs[i] for i in layout.invariant_inputs()]
+
+    def add(op: str, ins: list[Value | None], attrs: dict[str, Any] | None = None) -> Value:
+        node = Node(op, ins, infer_types(op, ins, attrs or {}), attrs,
+                    name=f"{loop.name}.{op}" if loop.name else "")
+        graph.insert_before(loop, node)
+        return node.output
+
+    def const(value: Any) -> Value:
+        return add("Constant", [], {"value": np.asarray(value)})
+
+    per_iteration: list[list[Value]] = [[] for _ in stacked]
+    for i in range(trips):
+        args: list[Value | None] = [const(np.int64(i)), *carried]
+        for src, s in zip(sources, sliced, strict=True):
+            assert src is not None
+            t = src.tensor_type
+            assert t.shape is not None
+            axis = normalize_axis(s.axis, len(t.shape), loop.describe())
+            n = t.shape[axis]
+            assert isinstance(n, int)
+            args.append(add("Gather", [src, const(np.int64(n - 1 - i if s.reverse else i))],
+                            {"axis": axis}))
+        args += invariants
+        results = _inline(graph, body, args, loop)
+        carried = list(results[1 : 1 + layout.num_carried])
+        for acc, y in zip(per_iteration, results[1 + layout.num_carried :], strict=True):
+            acc.append(y)
+    finals: list[Value] = [v for v in carried if v is not None]
+    for j, (acc, st) in enumerate(zip(per_iteration, stacked, strict=True)):
+        out = loop.outputs[layout.num_carried + j]
+        if not acc:
+            t = out.tensor_type
+            finals.append(const(np.zeros(t.static_shape, t.dtype.numpy)))
+            continue
+        rank = acc[0].tensor_type.rank
+        axis = normalize_axis(st.axis, (rank or 0) + 1, loop.describe())
+        items = acc[::-1] if st.reverse else acc
+        ups = [add("Unsqueeze", [y, const(np.array([axis], np.int64))]) for y in items]
+        finals.append(ups[0] if len(ups) == 1 else add("Concat", list(ups), {"axis": axis}))
+    for old, new in zip(loop.outputs, finals, strict=True):
+        old.replace_all_uses_with(new)
+    graph.erase(loop)
+
+
+def _inline(graph: Graph, body: Graph, args: list[Value | None], anchor: Node) -> list[Value]:
+    """Copy ``body``'s nodes into ``graph`` before ``anchor``; returns the copied results."""
+    mapping: dict[Value, Value] = {}
+    for p, a in zip(body.inputs, args, strict=True):
+        assert a is not None
+        mapping[p] = a
+    for node in body.nodes:
+        attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
+        copy = Node(node.op, [None if v is None else mapping[v] for v in node.inputs],
+                    [o.type for o in node.outputs], attrs, name=node.name,
+                    output_names=[o.name for o in node.outputs])
+        graph.insert_before(anchor, copy)
+        mapping.update(zip(node.outputs, copy.outputs, strict=True))
+    return [mapping[o] for o in body.outputs]
+
+
+unroll_loops = UnrollLoops()
