@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -23,14 +23,15 @@ from tensorloop.tensor.layout import (
 FAST = settings(max_examples=100, deadline=None)
 
 shapes = st.lists(st.integers(0, 5), min_size=0, max_size=4).map(tuple)
-orders = st.sampled_from(["C", "F"])
+Order = Literal["C", "F"]
+orders: st.SearchStrategy[Order] = st.sampled_from(["C", "F"])
 
 
-def make_base(shape: tuple[int, ...], order: str) -> tuple[np.ndarray, TensorView]:
+def make_base(shape: tuple[int, ...], order: Order) -> tuple[np.ndarray, TensorView]:
     """A NumPy array and a TensorView with identical storage order and values."""
     a = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
-    a = np.array(a, order=order)  # type: ignore[call-overload]
-    t = TensorView.from_numpy(a, order=order)  # type: ignore[arg-type]
+    a = np.array(a, order=order)
+    t = TensorView.from_numpy(a, order=order)
     return a, t
 
 
@@ -38,7 +39,7 @@ def np_offset(view: np.ndarray, base: np.ndarray) -> int:
     """Element offset of a NumPy view's first element from its base's first element."""
     delta = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     assert delta % base.itemsize == 0
-    return delta // base.itemsize
+    return int(delta) // base.itemsize
 
 
 def assert_same_view(t: TensorView, v: np.ndarray, base: np.ndarray) -> None:
@@ -107,7 +108,7 @@ def apply_random_views(
                 starts.append(data.draw(bound))
                 stops.append(data.draw(bound))
                 steps_.append(data.draw(st.none() | st.sampled_from([-3, -2, -1, 1, 2, 3])))
-            key = tuple(slice(*x) for x in zip(starts, stops, steps_, strict=True))
+            key: tuple[Any, ...] = tuple(slice(*x) for x in zip(starts, stops, steps_, strict=True))
             # The trailing ellipsis keeps NumPy returning a view, even at rank 0.
             v, t = v[(*key, ...)], t.slice(starts, stops, steps_)
         elif kind == "transpose":
@@ -127,12 +128,16 @@ def apply_random_views(
                 continue
             count = data.draw(st.integers(1, 2))
             out_rank = rank + count
+
+            def normalized(x: int, r: int = out_rank) -> int:
+                return x % r
+
             axes = data.draw(
                 st.lists(
                     st.integers(-out_rank, out_rank - 1),
                     min_size=count,
                     max_size=count,
-                    unique_by=lambda x, r=out_rank: x % r,
+                    unique_by=normalized,
                 )
             )
             v, t = np.expand_dims(v, tuple(axes)), t.unsqueeze(axes)
@@ -240,12 +245,12 @@ def test_layout_validation() -> None:
 @given(shape=shapes, data=st.data())
 def test_row_and_column_major_match_numpy(shape: tuple[int, ...], data: st.DataObject) -> None:
     sizes = tuple(n + data.draw(st.integers(0, 2)) for n in shape)
-    item = 8
-    for order, make in (("C", Layout.row_major), ("F", Layout.column_major)):
-        lay = make(shape, sizes)
-        alloc = np.zeros(sizes, dtype=np.int64, order=order)  # type: ignore[call-overload]
-        assert lay.strides == tuple(s // item for s in alloc.strides) or math.prod(sizes) == 0
-        assert lay.storage_size() == math.prod(sizes)
+    for lay, alloc in (
+        (Layout.row_major(shape, sizes), np.zeros(sizes, dtype=np.int64, order="C")),
+        (Layout.column_major(shape, sizes), np.zeros(sizes, dtype=np.int64, order="F")),
+    ):
+        assert lay.strides == tuple(s // 8 for s in alloc.strides) or alloc.size == 0
+        assert lay.storage_size() == alloc.size
     dense_c, dense_f = Layout.row_major(shape), Layout.column_major(shape)
     assert dense_c.is_contiguous and dense_f.is_column_major_contiguous
     assert dense_c.is_dense and dense_f.is_dense
@@ -272,7 +277,7 @@ def test_column_major_tensor_matches_fortran_array(shape: tuple[int, ...]) -> No
 @FAST
 @given(shape=shapes, order=orders, data=st.data())
 def test_extent_span_and_density_match_brute_force(
-    shape: tuple[int, ...], order: str, data: st.DataObject
+    shape: tuple[int, ...], order: Order, data: st.DataObject
 ) -> None:
     a, t = make_base(shape, order)
     _, t = apply_random_views(data, a, t, writable=False)
@@ -338,7 +343,7 @@ def test_raw_layout_predicates_match_brute_force(
 
 @FAST
 @given(shape=shapes, order=orders, data=st.data())
-def test_view_chains_match_numpy(shape: tuple[int, ...], order: str, data: st.DataObject) -> None:
+def test_view_chains_match_numpy(shape: tuple[int, ...], order: Order, data: st.DataObject) -> None:
     a, t = make_base(shape, order)
     v, tv = apply_random_views(data, a, t, writable=False, steps=5)
     assert_same_view(tv, v, a)
@@ -354,7 +359,7 @@ def test_slices_match_numpy(shape: tuple[int, ...], data: st.DataObject) -> None
         starts.append(data.draw(st.none() | st.integers(-n - 3, n + 3)))
         stops.append(data.draw(st.none() | st.integers(-n - 3, n + 3)))
         steps.append(data.draw(st.none() | st.integers(-4, 4).filter(bool)))
-    key = tuple(slice(*x) for x in zip(starts, stops, steps, strict=True))
+    key: tuple[Any, ...] = tuple(slice(*x) for x in zip(starts, stops, steps, strict=True))
     assert_same_view(t.slice(starts, stops, steps), a[(*key, ...)], a)
     # The same slices addressed through explicit axes, in reverse order.
     axes = list(reversed(range(len(shape))))
@@ -400,7 +405,7 @@ def test_broadcast_matches_numpy(shape: tuple[int, ...], data: st.DataObject) ->
 
 @FAST
 @given(shape=shapes, order=orders, data=st.data())
-def test_index_matches_numpy(shape: tuple[int, ...], order: str, data: st.DataObject) -> None:
+def test_index_matches_numpy(shape: tuple[int, ...], order: Order, data: st.DataObject) -> None:
     live = [k for k, n in enumerate(shape) if n > 0]
     if not live:
         return
@@ -412,7 +417,7 @@ def test_index_matches_numpy(shape: tuple[int, ...], order: str, data: st.DataOb
 
 @FAST
 @given(shape=shapes, order=orders, data=st.data())
-def test_padding_matches_np_pad(shape: tuple[int, ...], order: str, data: st.DataObject) -> None:
+def test_padding_matches_np_pad(shape: tuple[int, ...], order: Order, data: st.DataObject) -> None:
     a, t = make_base(shape, order)
     v, tv = apply_random_views(data, a, t, writable=False, steps=2)
     before, after = [], []
@@ -469,7 +474,7 @@ def test_padded_view_is_a_complex_view() -> None:
 @FAST
 @given(shape=shapes, order=orders, data=st.data())
 def test_writes_through_views_match_numpy(
-    shape: tuple[int, ...], order: str, data: st.DataObject
+    shape: tuple[int, ...], order: Order, data: st.DataObject
 ) -> None:
     a, t = make_base(shape, order)
     v, tv = apply_random_views(data, a, t, writable=True)
@@ -616,12 +621,12 @@ def test_can_flatten_with() -> None:
 @FAST
 @given(shape=shapes, order=orders, data=st.data())
 def test_one_integer_walk_pairs_elements(
-    shape: tuple[int, ...], order: str, data: st.DataObject
+    shape: tuple[int, ...], order: Order, data: st.DataObject
 ) -> None:
     a, x = make_base(shape, order)
     _, y = make_base(shape, order)
     y.assign(y.to_numpy() * 100)
-    z = TensorView.from_numpy(np.zeros(shape, dtype=np.int64), order=order)  # type: ignore[arg-type]
+    z = TensorView.from_numpy(np.zeros(shape, dtype=np.int64), order=order)
     vx, x_view = apply_random_views(data, a, x, writable=True, steps=3)
     # The same layout over y's and z's equally shaped buffers.
     y_view = TensorView(y.buffer, x_view.layout)

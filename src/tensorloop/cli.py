@@ -51,7 +51,9 @@ def _parse_input(spec: str, model: Model) -> tuple[str, Any]:
     try:
         return name, json.loads(raw)
     except json.JSONDecodeError:
-        raise click.BadParameter(f"input '{name}': {raw!r} is neither a .npy file nor JSON") from None
+        raise click.BadParameter(
+            f"input '{name}': {raw!r} is neither a .npy file nor JSON"
+        ) from None
 
 
 def _random_input(name: str, t: Any, rng: np.random.Generator) -> np.ndarray[Any, Any]:
@@ -80,18 +82,40 @@ def main() -> None:
 
 @main.command()
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.option("-i", "--input", "input_specs", multiple=True, metavar="NAME=FILE.npy",
-              help="An input as a .npy file or a JSON literal; repeat for each input.")
-@click.option("--inputs", "inputs_file", type=click.Path(exists=True, dir_okay=False),
-              help="An .npz file holding inputs by name.")
+@click.option(
+    "-i",
+    "--input",
+    "input_specs",
+    multiple=True,
+    metavar="NAME=FILE.npy",
+    help="An input as a .npy file or a JSON literal; repeat for each input.",
+)
+@click.option(
+    "--inputs",
+    "inputs_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="An .npz file holding inputs by name.",
+)
 @click.option("--random-inputs", is_flag=True, help="Fill inputs not given with random data.")
 @click.option("--seed", default=0, show_default=True, help="Seed for --random-inputs.")
-@click.option("--trace", "trace_names", multiple=True, metavar="VALUE",
-              help="Record a loop-body value at every iteration; repeatable.")
-@click.option("--max-iterations", default=DEFAULT_MAX_ITERATIONS, show_default=True,
-              help="Stop any loop that runs longer than this, with an error.")
-@click.option("--save-outputs", type=click.Path(file_okay=False),
-              help="Write each output as NAME.npy into this folder.")
+@click.option(
+    "--trace",
+    "trace_names",
+    multiple=True,
+    metavar="VALUE",
+    help="Record a loop-body value at every iteration; repeatable.",
+)
+@click.option(
+    "--max-iterations",
+    default=DEFAULT_MAX_ITERATIONS,
+    show_default=True,
+    help="Stop any loop that runs longer than this, with an error.",
+)
+@click.option(
+    "--save-outputs",
+    type=click.Path(file_okay=False),
+    help="Write each output as NAME.npy into this folder.",
+)
 def run(
     model_path: str,
     input_specs: tuple[str, ...],
@@ -145,10 +169,12 @@ def _loop_tree(graph: Graph, tree: Tree) -> None:
             lay = LoopLayout.of(node)
             trip = "given" if node.inputs[0] is not None else "none"
             cond = "given" if node.inputs[1] is not None else "none"
-            label = (f"[bold]Loop[/bold] {node.name or '(unnamed)'}: max_trip_count {trip}, "
-                     f"initial_condition {cond}, {lay.num_carried} carried, {lay.num_sliced} "
-                     f"sliced, {lay.num_invariant} invariant, {lay.num_stacked} stacked; "
-                     f"body {len(node.attrs['body'].nodes)} nodes")
+            label = (
+                f"[bold]Loop[/bold] {node.name or '(unnamed)'}: max_trip_count {trip}, "
+                f"initial_condition {cond}, {lay.num_carried} carried, {lay.num_sliced} "
+                f"sliced, {lay.num_invariant} invariant, {lay.num_stacked} stacked; "
+                f"body {len(node.attrs['body'].nodes)} nodes"
+            )
             _loop_tree(node.attrs["body"], tree.add(label))
         elif node.subgraphs:
             branch = tree.add(f"[bold]{node.op}[/bold] {node.name or '(unnamed)'}")

@@ -54,7 +54,9 @@ class Session:
         if names:
             known = {v.name for _, n in graph.walk() for v in n.outputs}
             known |= {v.name for v in graph.inputs}
-            known |= {p.name for _, n in graph.walk() for g in n.subgraphs.values() for p in g.inputs}
+            known |= {
+                p.name for _, n in graph.walk() for g in n.subgraphs.values() for p in g.inputs
+            }
             unknown = [n for n in names if n not in known]
             if unknown:
                 raise InputError(f"cannot trace {', '.join(unknown)}: no such value in the model")
@@ -157,8 +159,9 @@ def _extract(
         missing = [p.name for p in src.inputs if p in used_params and p not in params]
         missing += [t.name for _, t in named if t.value.is_parameter and t.value not in params]
         if missing:
-            raise GraphError(f"the outputs depend on placeholder(s) {', '.join(missing)} "
-                             "not listed in inputs")
+            raise GraphError(
+                f"the outputs depend on placeholder(s) {', '.join(missing)} not listed in inputs"
+            )
     graph = Graph(name)
     mapping: dict[Value, Value] = {p: graph.add_input(p.name, p.type) for p in params}
     for node in src.nodes:
@@ -168,9 +171,14 @@ def _extract(
             var: Variable = src.variables[node.attrs["variable"]]
             graph.variables[var.name] = Variable(var.name, var.initial, var.trainable)
         attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
-        copy = Node(node.op, [None if v is None else mapping[v] for v in node.inputs],
-                    [o.type for o in node.outputs], attrs, name=node.name,
-                    output_names=[o.name for o in node.outputs])
+        copy = Node(
+            node.op,
+            [None if v is None else mapping[v] for v in node.inputs],
+            [o.type for o in node.outputs],
+            attrs,
+            name=node.name,
+            output_names=[o.name for o in node.outputs],
+        )
         graph.append(copy)
         mapping.update(zip(node.outputs, copy.outputs, strict=True))
     results: list[Value] = []
@@ -205,6 +213,9 @@ def _needed_nodes(src: Graph, roots: list[Value]) -> set[Node]:
         stack += [v.producer for v in node.inputs if v is not None and v.producer is not None]
         if node.op == "ReadVariable" and node.attrs["variable"] not in seen_vars:
             seen_vars.add(node.attrs["variable"])
-            stack += [n for n in src.nodes
-                      if n.op == "Assign" and n.attrs["variable"] == node.attrs["variable"]]
+            stack += [
+                n
+                for n in src.nodes
+                if n.op == "Assign" and n.attrs["variable"] == node.attrs["variable"]
+            ]
     return needed

@@ -12,7 +12,7 @@ from ..ir.control_flow import CONDITION_TYPE, ITERATION_TYPE, Sliced, Stacked
 from ..ir.graph import Graph, Value
 from ..tensor.types import TensorType, Type
 from .pytree import PyTree, flatten, unflatten
-from .tracing import Frame, Tensor, as_tensor, constant, emit, trace_body
+from .tracing import Frame, Tensor, TraceBody, as_tensor, constant, emit, emit_node
 
 _MAX_WIDENINGS = 4
 
@@ -40,7 +40,7 @@ def _trace(
     param_types: Sequence[tuple[str, Type]],
     fn: Callable[[list[Tensor]], list[Any]],
 ) -> _Body:
-    with trace_body(name) as frame:
+    with TraceBody(name) as frame:
         params = [Tensor(frame.graph.add_input(n, t)) for n, t in param_types]
         results = [frame.capture(as_tensor(r).value) for r in fn(params)]
         frame.graph.set_outputs(results)
@@ -66,8 +66,10 @@ def _trace_carried(
         for j, (t, v) in enumerate(zip(types, yielded, strict=True)):
             if t.compatible(v.type):
                 continue
-            if isinstance(t, TensorType) and isinstance(v.type, TensorType) and (
-                t.dtype == v.type.dtype
+            if (
+                isinstance(t, TensorType)
+                and isinstance(v.type, TensorType)
+                and (t.dtype == v.type.dtype)
             ):
                 types[j] = t.join(v.type)
                 widened = True
@@ -125,8 +127,9 @@ def scan(
             raise GraphError("tl.scan: fn must return a pair (new_carry, y)")
         new_leaves, new_tree = flatten(out[0])
         if new_tree != carry_tree:
-            raise GraphError(f"tl.scan: fn returned a carry of structure {new_tree}, expected "
-                             f"{carry_tree}")
+            raise GraphError(
+                f"tl.scan: fn returned a carry of structure {new_tree}, expected {carry_tree}"
+            )
         y_leaves, tree = flatten(out[1])
         y_tree[:] = [tree]
         return [_true(), *new_leaves, *y_leaves]
@@ -136,15 +139,19 @@ def scan(
     )
     num_y = len(body.results) - 1 - len(carried)
     trip = None if length is None else constant(np.int64(length))
-    outs = _emit_loop(trip, None, carried, sources, body,
-                      sliced=(Sliced(axis, reverse),) * len(sources),
-                      stacked=(Stacked(axis, reverse),) * num_y)
+    outs = _emit_loop(
+        trip,
+        None,
+        carried,
+        sources,
+        body,
+        sliced=(Sliced(axis, reverse),) * len(sources),
+        stacked=(Stacked(axis, reverse),) * num_y,
+    )
     return (unflatten(carry_tree, outs[: len(carried)]), unflatten(y_tree[0], outs[len(carried) :]))
 
 
-def while_loop(
-    cond_fn: Callable[[Any], Any], body_fn: Callable[[Any], Any], init: PyTree
-) -> Any:
+def while_loop(cond_fn: Callable[[Any], Any], body_fn: Callable[[Any], Any], init: PyTree) -> Any:
     """``while cond_fn(val): val = body_fn(val)``; returns the final ``val``."""
     leaves, tree = flatten(init)
     carried = _tensors(leaves)
@@ -153,8 +160,9 @@ def while_loop(
     def body(params: list[Tensor]) -> list[Any]:
         new_leaves, new_tree = flatten(body_fn(unflatten(tree, params[1:])))
         if new_tree != tree:
-            raise GraphError(f"tl.while_loop: body_fn returned structure {new_tree}, "
-                             f"expected {tree}")
+            raise GraphError(
+                f"tl.while_loop: body_fn returned structure {new_tree}, expected {tree}"
+            )
         new = _tensors(new_leaves)
         return [_condition(cond_fn(unflatten(tree, new)), "tl.while_loop: cond_fn"), *new]
 
@@ -173,7 +181,9 @@ def fori_loop(
     if isinstance(lower, int) and isinstance(upper, int):
         trip = constant(np.int64(max(upper - lower, 0)))
     else:
-        lo, hi = as_tensor(lower), as_tensor(upper)
+        like = upper.dtype if isinstance(upper, Tensor) else None
+        lo = as_tensor(lower, like)
+        hi = as_tensor(upper, lo.dtype)
         trip = emit("Cast", [as_tensor(hi - lo)], {"to": ITERATION_TYPE.dtype})
     index_dtype = lower.dtype if isinstance(lower, Tensor) else ITERATION_TYPE.dtype
 
@@ -185,7 +195,9 @@ def fori_loop(
             i = i + lower
         new_leaves, new_tree = flatten(body_fn(i, unflatten(tree, params[1:])))
         if new_tree != tree:
-            raise GraphError(f"tl.fori_loop: body_fn returned structure {new_tree}, expected {tree}")
+            raise GraphError(
+                f"tl.fori_loop: body_fn returned structure {new_tree}, expected {tree}"
+            )
         return [_true(), *new_leaves]
 
     traced = _trace_carried(
@@ -194,7 +206,9 @@ def fori_loop(
     return unflatten(tree, _emit_loop(trip, None, carried, [], traced))
 
 
-def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any) -> Any:
+def cond(
+    pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any
+) -> Any:
     """``true_fn(*operands) if pred else false_fn(*operands)``, both branches traced (If)."""
     p = _condition(pred, "tl.cond: pred")
     ops = _tensors(operands)
@@ -216,9 +230,11 @@ def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *
     captured = list(dict.fromkeys([*then_b.captured, *else_b.captured]))
     for b in (then_b, else_b):
         _align_params(b, len(ops), captured)
-    outs = emit("If", [p, *ops, *(Tensor(v) for v in captured)],
-                {"then_branch": then_b.graph, "else_branch": else_b.graph},
-                num_outputs=len(then_b.results))
+    outs = emit_node(
+        "If",
+        [p, *ops, *(Tensor(v) for v in captured)],
+        {"then_branch": then_b.graph, "else_branch": else_b.graph},
+    )
     return unflatten(trees[0], outs)
 
 
@@ -231,7 +247,7 @@ def _align_params(body: _Body, num_fixed: int, captured: list[Value]) -> None:
 
 
 def _condition(x: Any, what: str) -> Tensor:
-    t = as_tensor(np.bool_(x) if isinstance(x, bool | np.bool_) else x)
+    t = as_tensor(np.asarray(x, np.bool_) if isinstance(x, bool | np.bool_) else x)
     if not CONDITION_TYPE.compatible(t.type):
         raise GraphError(f"{what} must be a bool scalar, got {t.type}")
     return t
@@ -248,8 +264,4 @@ def _emit_loop(
 ) -> list[Tensor]:
     invariants = [Tensor(v) for v in body.captured]
     attrs = {"body": body.graph, "num_carried": len(carried), "sliced": sliced, "stacked": stacked}
-    outs: list[Tensor] = emit(
-        "Loop", [trip, first, *carried, *sources, *invariants], attrs,
-        num_outputs=len(carried) + len(stacked),
-    )
-    return outs
+    return emit_node("Loop", [trip, first, *carried, *sources, *invariants], attrs)

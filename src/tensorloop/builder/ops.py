@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor.dtypes import DTypeLike, dtype
-from .tracing import Tensor, TensorLike, _binary, as_tensor, constant, emit
+from .tracing import Tensor, TensorLike, _binary, as_tensor, constant, emit, emit_node
 
 
 def _unary(op: str) -> Callable[[TensorLike], Tensor]:
@@ -109,14 +109,8 @@ def concat(xs: Sequence[TensorLike], axis: int = 0) -> Tensor:
 def split(x: TensorLike, sizes: Sequence[int] | int, axis: int = 0) -> list[Tensor]:
     """Split into ``sizes`` parts (an int: that many equal parts)."""
     if isinstance(sizes, int):
-        out: list[Tensor] = emit(
-            "Split", [as_tensor(x)], {"axis": axis, "num_outputs": sizes}, num_outputs=sizes
-        )
-        return out
-    parts: list[Tensor] = emit(
-        "Split", [as_tensor(x), _ints(sizes)], {"axis": axis}, num_outputs=len(sizes)
-    )
-    return parts
+        return emit_node("Split", [as_tensor(x)], {"axis": axis, "num_outputs": sizes})
+    return emit_node("Split", [as_tensor(x), _ints(sizes)], {"axis": axis})
 
 
 def slice(
@@ -127,7 +121,7 @@ def slice(
     steps: Sequence[int] | None = None,
 ) -> Tensor:
     """ONNX Slice: negative indices count from the end; negative steps walk backwards."""
-    ins = [as_tensor(x), _ints(starts), _ints(ends)]
+    ins: list[Tensor | None] = [as_tensor(x), _ints(starts), _ints(ends)]
     ins += [None if axes is None else _ints(axes), None if steps is None else _ints(steps)]
     return emit("Slice", ins)
 
@@ -176,7 +170,9 @@ def pad(x: TensorLike, pads: Sequence[int], value: Any = 0, mode: str = "constan
 
 
 def _reduce(op: str) -> Callable[..., Tensor]:
-    def fn(x: TensorLike, axes: Sequence[int] | int | None = None, keepdims: bool = False) -> Tensor:
+    def fn(
+        x: TensorLike, axes: Sequence[int] | int | None = None, keepdims: bool = False
+    ) -> Tensor:
         ax = None if axes is None else _ints([axes] if isinstance(axes, int) else axes)
         return emit(op, [as_tensor(x), ax], {"keepdims": int(keepdims)})
 

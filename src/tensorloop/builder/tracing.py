@@ -141,6 +141,8 @@ class Frame:
             self.captures[value] = node.output
             return node.output
         outer = self.parent.capture(value)
+        if outer in self.captures:
+            return self.captures[outer]
         param = self.graph.add_input(value.name, value.type)
         self.captures[outer] = param
         return param
@@ -169,11 +171,15 @@ def reset() -> None:
     _state.stack = [_state.root]
 
 
-class trace_body:
+class TraceBody:
     """Context manager that makes a fresh body graph the target of emitted ops."""
 
     def __init__(self, name: str) -> None:
-        self.frame = Frame(Graph(name), current_frame())
+        parent = current_frame()
+        graph = Graph(name)
+        # One name space for the whole build, so a traced name means one value.
+        graph._names, graph._counter = parent.graph._names, parent.graph._counter
+        self.frame = Frame(graph, parent)
 
     def __enter__(self) -> Frame:
         _state.stack.append(self.frame)
@@ -188,7 +194,11 @@ def as_tensor(x: TensorLike, like: DType | None = None) -> Tensor:
     """A Tensor for ``x``; Python numbers take the element type ``like`` when given."""
     if isinstance(x, Tensor):
         return x
-    return constant(x, dtype=like) if like is not None and not isinstance(x, np.ndarray) else constant(x)
+    return (
+        constant(x, dtype=like)
+        if like is not None and not isinstance(x, np.ndarray)
+        else constant(x)
+    )
 
 
 def constant(value: Any, dtype: DTypeLike | None = None, name: str = "") -> Tensor:
@@ -260,26 +270,41 @@ def assign(target: Tensor, value: TensorLike) -> None:
     expected = producer.attrs["type"]
     if not expected.compatible(v.type):
         raise GraphError(f"tl.assign to '{var}': expected {expected}, got {v.type}")
-    emit("Assign", [v], {"variable": var}, num_outputs=0)
+    emit_node("Assign", [v], {"variable": var})
 
 
-def emit(
-    op: str,
-    inputs: Sequence[Tensor | None],
-    attrs: Mapping[str, Any] | None = None,
-    *,
-    num_outputs: int | None = None,
-    name: str = "",
-) -> Any:
-    """Add one node to the graph being traced; returns a Tensor, or a list for multi-output ops."""
+def name(tensor: Tensor, new_name: str) -> Tensor:
+    """Give ``tensor`` a name (to trace it, or to find it in the text IR); returns it."""
+    value = tensor.value
+    graph = value.graph
+    if graph is None or value.name == new_name:
+        return tensor
+    if new_name in graph._names:
+        raise GraphError(f"the name '{new_name}' is already taken in graph '{graph.name}'")
+    graph._names.discard(value.name)
+    graph._names.add(new_name)
+    value.name = new_name
+    return tensor
+
+
+def emit_node(
+    op: str, inputs: Sequence[Tensor | None], attrs: Mapping[str, Any] | None = None, name: str = ""
+) -> list[Tensor]:
+    """Add one node to the graph being traced, capturing outer inputs; returns its outputs."""
     frame = current_frame()
     values = [None if t is None else frame.capture(t.value) for t in inputs]
     node: Node = frame.graph.add_node(op, values, attrs or {}, name=name)
-    if num_outputs is not None and len(node.outputs) != num_outputs:
-        raise GraphError(f"{node.describe()}: expected {num_outputs} outputs, got {len(node.outputs)}")
-    if len(node.outputs) == 1 and num_outputs is None:
-        return Tensor(node.outputs[0])
     return [Tensor(o) for o in node.outputs]
+
+
+def emit(
+    op: str, inputs: Sequence[Tensor | None], attrs: Mapping[str, Any] | None = None, name: str = ""
+) -> Tensor:
+    """Add a single-output node to the graph being traced; returns its output."""
+    outs = emit_node(op, inputs, attrs, name)
+    if len(outs) != 1:
+        raise GraphError(f"{op}: expected one output, got {len(outs)}")
+    return outs[0]
 
 
 def _binary(op: str, a: Any, b: Any) -> Tensor:

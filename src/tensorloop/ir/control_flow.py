@@ -16,7 +16,7 @@ CONDITION_TYPE = TensorType(DType.bool, ())
 
 @dataclass(frozen=True)
 class Sliced:
-    """How a sliced source feeds the body: element ``i`` along ``axis`` (from the end if reverse)."""
+    """How a sliced source feeds the body: element ``i`` on ``axis`` (from the end if reverse)."""
 
     axis: int = 0
     reverse: bool = False
@@ -24,7 +24,7 @@ class Sliced:
 
 @dataclass(frozen=True)
 class Stacked:
-    """How a per-iteration result leaves the loop: stacked on a new ``axis`` (last first if reverse)."""
+    """How a per-iteration result leaves: stacked on a new ``axis``, last first if reverse."""
 
     axis: int = 0
     reverse: bool = False
@@ -130,15 +130,27 @@ def _infer_loop(ctx: InferContext) -> list[Type]:
     body: Graph = ctx.attr("body")
     layout = LoopLayout.from_parts(len(ctx), ctx.attrs)
     if layout.num_invariant < 0:
-        raise ctx.error(f"{len(ctx)} inputs cannot hold {layout.num_carried} carried values and "
-                        f"{layout.num_sliced} sliced sources after the two control inputs")
+        raise ctx.error(
+            f"{len(ctx)} inputs cannot hold {layout.num_carried} carried values and "
+            f"{layout.num_sliced} sliced sources after the two control inputs"
+        )
+    want_params = 1 + layout.num_carried + layout.num_sliced + layout.num_invariant
+    want_results = 1 + layout.num_carried + layout.num_stacked
+    if len(body.inputs) != want_params or len(body.outputs) != want_results:
+        raise ctx.error(
+            f"body has {len(body.inputs)} parameters and {len(body.outputs)} results, expected "
+            f"{want_params} (iteration, {layout.num_carried} carried, {layout.num_sliced} sliced, "
+            f"{layout.num_invariant} invariant) and {want_results} (continue_condition, "
+            f"{layout.num_carried} carried, {layout.num_stacked} stacked)"
+        )
     length = _static_trip_count(ctx, layout)
     out: list[Type] = [body.inputs[p].type for p in layout.carried_params()]
     for r, st in zip(layout.per_iteration_results(), ctx.attr("stacked"), strict=True):
         t = body.outputs[r].type
         if not isinstance(t, TensorType):
-            raise ctx.error(f"per-iteration result #{r - 1 - layout.num_carried} is {t}, "
-                            "expected a tensor")
+            raise ctx.error(
+                f"per-iteration result #{r - 1 - layout.num_carried} is {t}, expected a tensor"
+            )
         if t.shape is None:
             out.append(TensorType(t.dtype, None))
             continue
@@ -153,8 +165,11 @@ def _static_trip_count(ctx: InferContext, layout: LoopLayout) -> Dim:
         return UNKNOWN
     body: Graph = ctx.attr("body")
     cond = body.outputs[0]
-    if not (cond.producer is not None and cond.producer.op == "Constant"
-            and bool(cond.producer.attrs["value"])):
+    if not (
+        cond.producer is not None
+        and cond.producer.op == "Constant"
+        and bool(cond.producer.attrs["value"])
+    ):
         return UNKNOWN
     bounds: list[int] = []
     trip = ctx.const_ints(0)
@@ -192,13 +207,16 @@ def _infer_if(ctx: InferContext) -> list[Type]:
     then_b: Graph = ctx.attr("then_branch")
     else_b: Graph = ctx.attr("else_branch")
     if len(then_b.outputs) != len(else_b.outputs):
-        raise ctx.error(f"then_branch yields {len(then_b.outputs)} results, "
-                        f"else_branch yields {len(else_b.outputs)}")
+        raise ctx.error(
+            f"then_branch yields {len(then_b.outputs)} results, "
+            f"else_branch yields {len(else_b.outputs)}"
+        )
     out: list[Type] = []
     for i, (a, b) in enumerate(zip(then_b.outputs, else_b.outputs, strict=True)):
         try:
             out.append(a.type.join(b.type))
         except Exception:
-            raise ctx.error(f"output #{i}: then_branch yields {a.type}, else_branch yields "
-                            f"{b.type}") from None
+            raise ctx.error(
+                f"output #{i}: then_branch yields {a.type}, else_branch yields {b.type}"
+            ) from None
     return out

@@ -14,10 +14,10 @@ from ..tensor.types import TensorType, Type, tensor_type_of
 
 
 class Use(NamedTuple):
-    """One consumer of a Value: ``node.inputs[index] is value``."""
+    """One consumer of a Value: ``node.inputs[port] is value``."""
 
     node: Node
-    index: int
+    port: int
 
 
 class Value:
@@ -63,7 +63,7 @@ class Value:
         or a result of the graph.
         """
         for use in list(self._uses):
-            use.node.set_input(use.index, new)
+            use.node.set_input(use.port, new)
         g = self.graph
         if g is not None and self in g.outputs:
             if new.graph is g and new not in g.inputs and new not in g.outputs:
@@ -98,7 +98,9 @@ class Node:
             self._append_input(v)
         names = list(output_names) if output_names is not None else [""] * len(output_types)
         if len(names) != len(output_types):
-            raise GraphError(f"node {op}: {len(names)} output names for {len(output_types)} outputs")
+            raise GraphError(
+                f"node {op}: {len(names)} output names for {len(output_types)} outputs"
+            )
         self.outputs = [
             Value(n, t, producer=self, index=i)
             for i, (n, t) in enumerate(zip(names, output_types, strict=True))
@@ -140,7 +142,7 @@ class Node:
 
 @dataclass
 class Variable:
-    """A persistent tensor of a graph: read and assigned by ReadVariable/Assign, kept across runs."""
+    """A persistent tensor: read by ReadVariable, written by Assign, kept across runs."""
 
     name: str
     initial: np.ndarray[Any, Any]
@@ -180,7 +182,9 @@ class Graph:
         self.inputs.append(value)
         return value
 
-    def add_variable(self, name: str, initial: np.ndarray[Any, Any], trainable: bool = False) -> Variable:
+    def add_variable(
+        self, name: str, initial: np.ndarray[Any, Any], trainable: bool = False
+    ) -> Variable:
         if name in self.variables:
             raise GraphError(f"graph '{self.name}' already has a variable '{name}'")
         var = Variable(name, np.array(initial), trainable)

@@ -45,7 +45,9 @@ class OpDef:
     def check_arity(self, count: int, where: str) -> None:
         hi = "any" if self.max_inputs is None else str(self.max_inputs)
         if count < self.min_inputs or (self.max_inputs is not None and count > self.max_inputs):
-            span = str(self.min_inputs) if hi == str(self.min_inputs) else f"{self.min_inputs}..{hi}"
+            span = (
+                str(self.min_inputs) if hi == str(self.min_inputs) else f"{self.min_inputs}..{hi}"
+            )
             raise GraphError(f"{where}: expected {span} inputs, got {count}")
 
     def resolve_attrs(self, attrs: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -73,7 +75,11 @@ class OpDef:
 def _attr_ok(value: Any, kind: type | tuple[type, ...]) -> bool:
     if value is None:
         return True
-    if isinstance(value, bool) and kind is not bool and not (isinstance(kind, tuple) and bool in kind):
+    if (
+        isinstance(value, bool)
+        and kind is not bool
+        and not (isinstance(kind, tuple) and bool in kind)
+    ):
         return False
     if isinstance(value, tuple) and (kind is tuple or (isinstance(kind, tuple) and tuple in kind)):
         return True

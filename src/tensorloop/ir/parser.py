@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -55,10 +56,13 @@ def tokenize(text: str) -> list[Token]:
         m = _TOKEN.match(text, pos)
         column = pos - line_start + 1
         if m is None:
-            raise ParseError(
-                f"line {line}, column {column}: expected a token, "
-                f"found unexpected character {text[pos]!r}"
-            )
+            if text[pos] == '"':
+                found = repr(text[pos:].split("\n")[0][:20])
+                expected = "a string closed on its line"
+            else:
+                found = f"unexpected character {text[pos]!r}"
+                expected = f"a name after {text[pos]!r}" if text[pos] in "%@" else "a token"
+            raise ParseError(f"line {line}, column {column}: expected {expected}, found {found}")
         kind = m.lastgroup
         assert kind is not None
         if kind == "skip":
@@ -213,9 +217,7 @@ class _Parser:
         if op.kind not in ("ident", "string"):
             self.fail("a node, 'var' or 'return'" if not outs else "an op name", op)
         self.expect("(")
-        inputs = self.items(
-            ")", lambda: None if self.accept("none", "ident") else self.use(scope, outer)
-        )
+        inputs = self.items(")", lambda: self.input(scope, outer))
         attrs: dict[str, Any] = {}
 
         def attr() -> None:
@@ -247,7 +249,7 @@ class _Parser:
         scope.update((tok.text, (v, tok)) for tok, v in zip(outs, node.outputs, strict=True))
 
     # -- values ------------------------------------------------------------------------------
-    def define(self, scope: Scope, pending: list[Token] = []) -> Token:  # noqa: B006 (read only)
+    def define(self, scope: Scope, pending: Sequence[Token] = ()) -> Token:
         tok = self.expect_kind("value", "a value name (%name)")
         if not tok.text:
             self.fail("a non-empty value name", tok)
@@ -311,7 +313,11 @@ class _Parser:
             return self.next().text
         if tok.kind == "number" or self.at("-") or tok.text in ("inf", "nan"):
             value = self.number()
-            return _nan_from_bits(value.bits) if isinstance(value, NanBits) else value
+            if not isinstance(value, NanBits):
+                return value
+            if value.bits >= 1 << 64:
+                self.fail("NaN bits that fit in f64", tok)
+            return float(np.array(value.bits, dtype=np.uint64).view(np.float64))
         if self.accept("["):
             return tuple(self.items("]", lambda: self.literal(outer)))
         if tok.kind != "ident":
@@ -405,29 +411,25 @@ class _Parser:
         return _array(self, t, items)
 
 
-def _nan_from_bits(bits: int) -> float:
-    return float(np.array(bits & (2**64 - 1), dtype=np.uint64).view(np.float64))
-
-
 def _array(parser: _Parser, t: TensorType, items: list[tuple[Token, Any]]) -> np.ndarray[Any, Any]:
     dt, shape = t.dtype, t.static_shape
     ok: type | tuple[type, ...] = (
         bool if dt is DType.bool else int if dt.is_int else (int, float, NanBits)
     )
-    for tok, value in items:
-        if not isinstance(value, ok) or isinstance(value, bool) != (dt is DType.bool):
-            parser.fail(f"{'true or false' if ok is bool else 'a number'} in a {dt} constant", tok)
+    what = "true or false" if ok is bool else "an integer" if ok is int else "a number"
+    limit = np.iinfo(dt.numpy) if dt.is_int else None
+    for tok, v in items:
+        if not isinstance(v, ok) or isinstance(v, bool) != (dt is DType.bool):
+            parser.fail(f"{what} for {dt}", tok)
+        if limit is not None and isinstance(v, int) and not limit.min <= v <= limit.max:
+            parser.fail(f"an integer in the range of {dt}", tok)
+        if isinstance(v, NanBits) and v.bits >= 1 << (8 * dt.itemsize):
+            parser.fail(f"NaN bits that fit in {dt}", tok)
     if not dt.is_float:
-        try:
-            return np.array([v for _, v in items], dtype=dt.numpy).reshape(shape)
-        except OverflowError:
-            parser.fail(f"{dt} values", items[0][0], "a value out of range")
-    values = [float("nan") if isinstance(v, NanBits) else float(v) for _, v in items]
-    array = floats_to_array(values, dt)
+        return np.array([v for _, v in items], dtype=dt.numpy).reshape(shape)
+    array = floats_to_array([math.nan if isinstance(v, NanBits) else v for _, v in items], dt)
     bits = array.view(f"u{dt.itemsize}")
-    for i, (tok, v) in enumerate(items):
+    for i, (_, v) in enumerate(items):
         if isinstance(v, NanBits):
-            if v.bits >= 1 << (8 * dt.itemsize):
-                parser.fail(f"NaN bits that fit in {dt}", tok)
             bits[i] = v.bits
     return array.reshape(shape)

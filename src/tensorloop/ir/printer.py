@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -73,19 +74,6 @@ def floats_to_array(values: list[float], dt: DType) -> np.ndarray[Any, Any]:
         return np.array(values, dtype=np.float64).astype(dt.numpy)
 
 
-def _shortest(x: Any, dt: DType) -> str:
-    if dt is DType.float64:
-        return repr(float(x))
-    if dt is not DType.bfloat16:
-        text = str(x)  # NumPy prints float16/float32 scalars as their shortest round-trip decimal
-    else:
-        for digits in range(1, 10):
-            text = f"{float(x):.{digits}g}"
-            if floats_to_array([float(text)], dt).view(np.uint16)[0] == np.array(x).view(np.uint16):
-                break
-    return text if any(c in text for c in ".en") else text + ".0"
-
-
 def format_floats(flat: np.ndarray[Any, Any]) -> list[str]:
     """Decimal text for each float element that parses back to the exact same bits.
 
@@ -93,12 +81,29 @@ def format_floats(flat: np.ndarray[Any, Any]) -> list[str]:
     otherwise, except for NaNs other than the default one, whose bits are spelled out.
     """
     dt = dtype(flat.dtype)
-    texts = [_shortest(x, dt) for x in flat]
     bits = flat.view(_UINT[dt.itemsize])
+    with np.errstate(invalid="ignore"):
+        exact = flat.astype(np.float64).tolist()
+    if dt is DType.float64:
+        texts = [repr(x) for x in exact]
+    elif dt is DType.bfloat16:
+        texts = _shortest_bfloat16(exact, bits)
+    else:  # NumPy prints float16/float32 scalars as their shortest round-trip decimal
+        texts = [str(x) for x in flat]
+    texts = [t if any(c in t for c in ".en") else t + ".0" for t in texts]
     back = floats_to_array([float(t) for t in texts], dt).view(bits.dtype)
     for i in np.flatnonzero(back != bits):
-        x = float(flat[i])
-        texts[i] = f"nan(0x{int(bits[i]):x})" if np.isnan(x) else repr(x)
+        x = exact[i]
+        texts[i] = f"nan(0x{int(bits[i]):x})" if math.isnan(x) else repr(x)
+    return texts
+
+
+def _shortest_bfloat16(values: list[float], bits: np.ndarray[Any, Any]) -> list[str]:
+    texts = [f"{v:.4g}" for v in values]  # 4 significant digits always pin down 8 bits
+    for digits in (3, 2, 1):  # shorter wins where it still round-trips
+        shorter = [f"{v:.{digits}g}" for v in values]
+        same = floats_to_array([float(t) for t in shorter], DType.bfloat16).view(bits.dtype) == bits
+        texts = [t if ok else old for t, old, ok in zip(shorter, texts, same.tolist(), strict=True)]
     return texts
 
 

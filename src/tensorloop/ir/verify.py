@@ -1,4 +1,4 @@
-"""The verifier: structural and type invariants of a graph, each error naming node, port and types."""
+"""The verifier: structural and type invariants; each error names node, port and types."""
 
 from __future__ import annotations
 
@@ -90,8 +90,9 @@ def _verify_node(node: Node, where: str, root: Graph, problems: list[str]) -> No
         return
     for j, (want, out) in enumerate(zip(inferred, node.outputs, strict=True)):
         if not want.compatible(out.type):
-            problems.append(f"{where}: output #{j} %{out.name} is typed {out.type}, "
-                            f"the op yields {want}")
+            problems.append(
+                f"{where}: output #{j} %{out.name} is typed {out.type}, the op yields {want}"
+            )
 
 
 def _expect(problems: list[str], what: str, expected: Type, actual: Type | None) -> None:
@@ -105,8 +106,10 @@ def _verify_loop(node: Node, where: str, problems: list[str]) -> None:
     sliced = node.attrs.get("sliced", ())
     stacked = node.attrs.get("stacked", ())
     if layout.num_invariant < 0:
-        problems.append(f"{where}: {len(node.inputs)} inputs cannot hold the two control inputs, "
-                        f"{layout.num_carried} carried and {layout.num_sliced} sliced values")
+        problems.append(
+            f"{where}: {len(node.inputs)} inputs cannot hold the two control inputs, "
+            f"{layout.num_carried} carried and {layout.num_sliced} sliced values"
+        )
         return
     if not all(isinstance(s, Sliced) for s in sliced) or not all(
         isinstance(s, Stacked) for s in stacked
@@ -131,19 +134,24 @@ def _verify_loop(node: Node, where: str, problems: list[str]) -> None:
     if cond is not None:
         _expect(problems, f"{where}: initial_condition", CONDITION_TYPE, cond.type)
     _expect(problems, f"{where}: body parameter 'iteration'", ITERATION_TYPE, body.inputs[0].type)
-    _expect(problems, f"{where}: body result 'continue_condition'", CONDITION_TYPE,
-            body.outputs[0].type)
+    _expect(
+        problems, f"{where}: body result 'continue_condition'", CONDITION_TYPE, body.outputs[0].type
+    )
     name = f"loop '{node.name}'" if node.name else "loop"
-    for c, (i, p, r) in enumerate(zip(layout.carried_inputs(), layout.carried_params(),
-                                      layout.carried_results(), strict=True)):
+    for c, (i, p, r) in enumerate(
+        zip(layout.carried_inputs(), layout.carried_params(), layout.carried_results(), strict=True)
+    ):
         init, param, nxt = node.inputs[i], body.inputs[p].type, body.outputs[r].type
         if init is None or not param.compatible(init.type):
-            problems.append(f"carried #{c} of {name}: initial value is "
-                            f"{init.type if init else 'missing'}, body parameter expects {param}")
+            problems.append(
+                f"carried #{c} of {name}: initial value is "
+                f"{init.type if init else 'missing'}, body parameter expects {param}"
+            )
         if not param.compatible(nxt):
             problems.append(f"carried #{c} of {name}: body yields {nxt}, expected {param}")
-    for c, (i, p, s) in enumerate(zip(layout.sliced_inputs(), layout.slice_params(), sliced,
-                                      strict=True)):
+    for c, (i, p, s) in enumerate(
+        zip(layout.sliced_inputs(), layout.slice_params(), sliced, strict=True)
+    ):
         src = node.inputs[i]
         if src is None or not isinstance(src.type, TensorType):
             problems.append(f"sliced #{c} of {name}: source must be a tensor")
@@ -152,20 +160,27 @@ def _verify_loop(node: Node, where: str, problems: list[str]) -> None:
             continue
         rank = len(src.type.shape)
         if not -rank <= s.axis < rank:
-            problems.append(f"sliced #{c} of {name}: axis {s.axis} is out of range for source "
-                            f"{src.type}")
+            problems.append(
+                f"sliced #{c} of {name}: axis {s.axis} is out of range for source {src.type}"
+            )
             continue
         a = s.axis % rank
-        _expect(problems, f"sliced #{c} of {name}: body parameter",
-                TensorType(src.type.dtype, src.type.shape[:a] + src.type.shape[a + 1:]),
-                body.inputs[p].type)
-    for c, (i, p) in enumerate(zip(layout.invariant_inputs(), layout.invariant_params(),
-                                   strict=True)):
+        _expect(
+            problems,
+            f"sliced #{c} of {name}: body parameter",
+            TensorType(src.type.dtype, src.type.shape[:a] + src.type.shape[a + 1 :]),
+            body.inputs[p].type,
+        )
+    for c, (i, p) in enumerate(
+        zip(layout.invariant_inputs(), layout.invariant_params(), strict=True)
+    ):
         inv = node.inputs[i]
         param = body.inputs[p].type
         if inv is None or not param.compatible(inv.type):
-            problems.append(f"invariant #{c} of {name}: value is "
-                            f"{inv.type if inv else 'missing'}, body parameter expects {param}")
+            problems.append(
+                f"invariant #{c} of {name}: value is "
+                f"{inv.type if inv else 'missing'}, body parameter expects {param}"
+            )
 
 
 def _verify_if(node: Node, where: str, problems: list[str]) -> None:
@@ -176,13 +191,17 @@ def _verify_if(node: Node, where: str, problems: list[str]) -> None:
         branch: Graph = node.attrs[key]
         captured = node.inputs[1:]
         if len(branch.inputs) != len(captured):
-            problems.append(f"{where}: {key} takes {len(branch.inputs)} parameters, "
-                            f"the node passes {len(captured)}")
+            problems.append(
+                f"{where}: {key} takes {len(branch.inputs)} parameters, "
+                f"the node passes {len(captured)}"
+            )
             continue
         for c, (v, p) in enumerate(zip(captured, branch.inputs, strict=True)):
             if v is None or not p.type.compatible(v.type):
-                problems.append(f"{where}: {key} parameter #{c} expects {p.type}, "
-                                f"got {v.type if v else 'nothing'}")
+                problems.append(
+                    f"{where}: {key} parameter #{c} expects {p.type}, "
+                    f"got {v.type if v else 'nothing'}"
+                )
 
 
 def _verify_variable(node: Node, where: str, root: Graph, problems: list[str]) -> None:
@@ -191,8 +210,10 @@ def _verify_variable(node: Node, where: str, root: Graph, problems: list[str]) -
     if var is None:
         problems.append(f"{where}: no variable '{name}' in graph '{root.name}'")
         return
-    actual = node.outputs[0].type if node.op == "ReadVariable" else (
-        node.inputs[0].type if node.inputs and node.inputs[0] is not None else None
+    actual = (
+        node.outputs[0].type
+        if node.op == "ReadVariable"
+        else (node.inputs[0].type if node.inputs and node.inputs[0] is not None else None)
     )
     what = "reads" if node.op == "ReadVariable" else "assigns"
     if actual is None or not var.type.compatible(actual):

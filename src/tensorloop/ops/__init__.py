@@ -1,3 +1,3 @@
 """Op definitions (meaning, attributes, type rules); importing this package registers them."""
 
-from . import core  # noqa: F401
+from . import core, elementwise, linalg, reduce, shape  # noqa: F401

@@ -10,7 +10,9 @@ from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, Dim, TensorType, Type
 
 
-def broadcast_dims(ctx: InferContext, shapes: Sequence[tuple[Dim, ...] | None]) -> tuple[Dim, ...] | None:
+def broadcast_dims(
+    ctx: InferContext, shapes: Sequence[tuple[Dim, ...] | None]
+) -> tuple[Dim, ...] | None:
     """NumPy broadcasting over possibly symbolic shapes; None if some rank is unknown."""
     if any(s is None for s in shapes):
         return None

@@ -17,8 +17,8 @@ _TABLE: dict[str, tuple[int | tuple[int, None], str, bool, str]] = {
     "Sub": (2, "numeric", False, "a - b, broadcast NumPy-style."),
     "Mul": (2, "numeric", False, "a * b, broadcast NumPy-style."),
     "Div": (2, "numeric", False, "a / b; integer division truncates toward zero, 0 divisors fail."),
-    "Min": ((1, None), "numeric", False, "Elementwise minimum of all inputs (NaN wins), broadcast."),
-    "Max": ((1, None), "numeric", False, "Elementwise maximum of all inputs (NaN wins), broadcast."),
+    "Min": ((1, None), "numeric", False, "Least of all inputs (NaN wins), broadcast."),
+    "Max": ((1, None), "numeric", False, "Greatest of all inputs (NaN wins), broadcast."),
     "Equal": (2, "any", True, "a == b as bool, broadcast."),
     "Less": (2, "numeric", True, "a < b as bool, broadcast."),
     "Greater": (2, "numeric", True, "a > b as bool, broadcast."),
@@ -63,6 +63,5 @@ def _pow(ctx: InferContext) -> list[Type]:
 @op("Where", inputs=3)
 def _where(ctx: InferContext) -> list[Type]:
     """x where cond holds, else y; all three broadcast together."""
-    cond = expect(ctx, 0, "bool")
-    dt = ctx.same_dtype(1, 2)
-    return [TensorType(dt, broadcast_dims(ctx, [cond.shape, ctx.tensor(1).shape, ctx.tensor(2).shape]))]
+    shapes = [expect(ctx, 0, "bool").shape, ctx.tensor(1).shape, ctx.tensor(2).shape]
+    return [TensorType(ctx.same_dtype(1, 2), broadcast_dims(ctx, shapes))]

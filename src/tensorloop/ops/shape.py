@@ -12,7 +12,7 @@ import numpy as np
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType, dtype
 from ..tensor.types import UNKNOWN, Dim, TensorType, Type
-from .common import broadcast_dims, expect, normalize_axes, norm_axis, reported, static_length
+from .common import broadcast_dims, expect, norm_axis, normalize_axes, reported, static_length
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -40,19 +40,21 @@ def reshape_dims(src: Sequence[Dim] | None, shape: Sequence[int], allowzero: boo
             out.append(s)
     if src is None:
         return [UNKNOWN if d == -1 else d for d in out]
-    n_in, sym_in = _factor(src)
-    n_out, sym_out = _factor([d for d in out if d != -1])
+    if -1 in out and 0 in out:
+        raise ValueError(f"cannot infer the -1 in {list(shape)}: the other dims hold 0 elements")
+    # A copied dim is the same dim on both sides, so it cancels even when it is "?".
+    copied = {i for i, s in enumerate(shape) if s == 0 and not allowzero}
+    n_in, sym_in = _factor([d for i, d in enumerate(src) if i not in copied])
+    n_out, sym_out = _factor([d for i, d in enumerate(out) if i not in copied and d != -1])
     # Symbols cancel when both sides name them; "?" never cancels, being no one's name.
     exact = UNKNOWN not in sym_in and UNKNOWN not in sym_out and not sym_out - sym_in
     rest = sym_in - sym_out
     if -1 not in out:
         if exact and not rest and n_in != n_out:
-            raise ValueError(f"cannot reshape {_count(n_in, sym_in)} elements into {list(shape)}")
+            raise ValueError(f"cannot reshape {_count(src)} elements into {list(shape)}")
         return out
-    if n_out == 0:
-        raise ValueError(f"cannot infer the -1 in {list(shape)}: the other dims hold 0 elements")
-    if exact and n_in % n_out:
-        raise ValueError(f"cannot reshape {_count(n_in, sym_in)} elements into {list(shape)}")
+    if exact and not rest and n_in % n_out:
+        raise ValueError(f"cannot reshape {_count(src)} elements into {list(shape)}")
     inferred: Dim = UNKNOWN
     if exact and not rest:
         inferred = n_in // n_out
@@ -68,7 +70,9 @@ def _factor(dims: Sequence[Dim]) -> tuple[int, Counter[str]]:
     )
 
 
-def _count(n: int, symbols: Counter[str]) -> str:
+def _count(dims: Sequence[Dim]) -> str:
+    """The element count of ``dims``, as a product when some are symbolic."""
+    n, symbols = _factor(dims)
     return "*".join([str(n), *symbols.elements()]) if symbols else str(n)
 
 
@@ -88,7 +92,7 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> tuple[int, int, i
 def _whole_axis(start: int, end: int, step: int) -> bool:
     """True if the slice keeps an axis of any size whole (so a symbolic dim survives it)."""
     if step == 1:
-        return start in (0,) or start <= INT64_MIN and end >= INT64_MAX
+        return (start == 0 or start <= INT64_MIN) and end >= INT64_MAX
     return step == -1 and (start == -1 or start >= INT64_MAX) and end <= INT64_MIN
 
 
@@ -97,16 +101,20 @@ def split_sizes(dim: int, parts: int) -> list[int]:
     size = -(-dim // parts)
     last = dim - size * (parts - 1)
     if last < 0:
-        raise ValueError(f"cannot split a dim of {dim} into {parts} parts of {size} and a smaller last")
+        raise ValueError(f"cannot split {dim} into {parts} parts of {size} but a smaller last")
     return [size] * (parts - 1) + [last]
 
 
-def range_length(start: np.ndarray[Any, Any], limit: np.ndarray[Any, Any], delta: np.ndarray[Any, Any]) -> int:
+def range_length(
+    start: np.ndarray[Any, Any], limit: np.ndarray[Any, Any], delta: np.ndarray[Any, Any]
+) -> int:
     """ONNX Range's element count, max(ceil((limit - start) / delta), 0), in the inputs' type."""
     if delta == 0:
         raise ValueError("delta is 0, so the range never reaches its limit")
-    if start.dtype.kind != "f":
+    if not dtype(start.dtype).is_float:
         return max(-((int(start) - int(limit)) // int(delta)), 0)
+    if start.dtype.itemsize < 4:  # NumPy's f16/bf16 scalar maths is partial; f32 is exact enough
+        start, limit, delta = (v.astype(np.float32) for v in (start, limit, delta))
     with np.errstate(all="ignore"):
         steps = (limit - start) / delta
     if not np.isfinite(steps):
@@ -138,7 +146,7 @@ def _transpose(ctx: InferContext) -> list[Type]:
         return _unknown(t, None if perm is None else len(perm))
     rank = len(t.shape)
     p = list(range(rank))[::-1] if perm is None else list(perm)
-    if sorted(p, key=str) != list(range(rank)) or any(type(i) is not int for i in p):
+    if any(type(i) is not int for i in p) or sorted(p) != list(range(rank)):
         raise ctx.error(f"perm {p} is not a permutation of rank {rank}")
     return [t.with_shape(t.shape[i] for i in p)]
 
@@ -163,7 +171,7 @@ def _squeeze(ctx: InferContext) -> list[Type]:
     with reported(ctx):
         axes = normalize_axes(axes, len(t.shape))
     for a in axes:
-        if t.shape[a] not in (1, UNKNOWN) and isinstance(t.shape[a], int):
+        if isinstance(t.shape[a], int) and t.shape[a] != 1:
             raise ctx.error(f"cannot squeeze axis {a} of {t}: its size is {t.shape[a]}, not 1")
     return [t.with_shape(d for i, d in enumerate(t.shape) if i not in axes)]
 
@@ -192,7 +200,8 @@ def _concat(ctx: InferContext) -> list[Type]:
         return [TensorType(dt, None)]
     rank = len(known[0])
     if any(len(s) != rank for s in known):
-        raise ctx.error(f"inputs differ in rank: {', '.join(str(ctx.tensor(i)) for i in range(len(ctx)))}")
+        listed = ", ".join(str(ctx.tensor(i)) for i in range(len(ctx)))
+        raise ctx.error(f"inputs differ in rank: {listed}")
     axis = norm_axis(ctx, ctx.attr("axis"), rank)
     out: list[Dim] = []
     for k in range(rank):
@@ -207,8 +216,10 @@ def _concat(ctx: InferContext) -> list[Type]:
             continue
         statics = {d for d in dims if isinstance(d, int)}
         if len(statics) > 1:
-            raise ctx.error(f"inputs differ off the concat axis {axis}: "
-                            f"{' vs '.join(str(list(s)) for s in known)}")
+            raise ctx.error(
+                f"inputs differ off the concat axis {axis}: "
+                f"{' vs '.join(str(list(s)) for s in known)}"
+            )
         names = set(dims)
         out.append(statics.pop() if statics else names.pop() if len(names) == 1 else UNKNOWN)
     return [TensorType(dt, out)]
@@ -237,7 +248,9 @@ def _split(ctx: InferContext) -> list[Type]:
         if any(s < 0 for s in sizes):
             raise ctx.error(f"split sizes {sizes} hold a negative size")
         if isinstance(dim, int) and sum(sizes) != dim:
-            raise ctx.error(f"split sizes {sizes} sum to {sum(sizes)}, but axis {axis} of {t} is {dim}")
+            raise ctx.error(
+                f"split sizes {sizes} sum to {sum(sizes)}, but axis {axis} of {t} is {dim}"
+            )
         lengths: list[Dim] = list(sizes)
     elif isinstance(dim, int) and not ctx.has(1):
         with reported(ctx):
@@ -252,8 +265,8 @@ def _slice(ctx: InferContext) -> list[Type]:
     """``data[starts:ends:steps]`` along ``axes`` (default 0, 1, ...; steps default 1), bounds
     clamped as ONNX does: negatives count from the end, then clip to the axis."""
     t = ctx.tensor(0)
-    lengths = {n for i in range(1, 5) if ctx.has(i) and (n := static_length(expect(ctx, i, "int", 1)))
-               is not None}
+    specs = [expect(ctx, i, "int", rank=1) for i in range(1, 5) if ctx.has(i)]
+    lengths = {n for n in map(static_length, specs) if n is not None}
     if len(lengths) > 1:
         raise ctx.error(f"starts, ends, axes and steps differ in length: {sorted(lengths)}")
     if t.shape is None:
@@ -303,11 +316,9 @@ def _expand(ctx: InferContext) -> list[Type]:
     n = static_length(spec)
     if data.shape is None or n is None:
         return [data.with_shape(None)]
-    # Where data's dim is not 1 the output keeps it; elsewhere it is whatever shape says.
-    rank = max(n, len(data.shape))
-    padded = [1] * (rank - len(data.shape)) + list(data.shape)
-    return [data.with_shape(UNKNOWN if d == 1 or i < rank - len(data.shape) else d
-                            for i, d in enumerate(padded))]
+    # A static dim other than 1 survives any valid shape; a symbol might be 1, so it need not.
+    padded = [1] * (n - len(data.shape)) + list(data.shape)
+    return [data.with_shape(d if isinstance(d, int) and d != 1 else UNKNOWN for d in padded)]
 
 
 @op("Shape", attrs={"start": AttrSpec(int, 0), "end": AttrSpec(int, None)})
@@ -351,10 +362,10 @@ def _range(ctx: InferContext) -> list[Type]:
     for i in range(3):
         expect(ctx, i, "numeric", rank=0)
     dt = ctx.same_dtype(0, 1, 2)
-    bounds = [ctx.const(i) for i in range(3)]
-    if any(b is None for b in bounds):
+    bounds = [b.reshape(()) for i in range(3) if (b := ctx.const(i)) is not None]
+    if len(bounds) < 3:
         return [TensorType(dt, [UNKNOWN])]
-    start, limit, delta = (np.asarray(b).reshape(()) for b in bounds)
+    start, limit, delta = bounds
     with reported(ctx):
         return [TensorType(dt, [range_length(start, limit, delta)])]
 
@@ -376,8 +387,8 @@ def _pad(ctx: InferContext) -> list[Type]:
     expect(ctx, 1, "int", rank=1)
     if ctx.has(2):
         c = ctx.tensor(2)
-        if c.dtype != t.dtype or c.rank not in (None, 0) and c.shape not in ((1,), (UNKNOWN,)):
-            raise ctx.error(f"input #2: constant_value must be a {t.dtype} scalar like data, got {c}")
+        if c.dtype != t.dtype or c.shape not in (None, (), (1,), (UNKNOWN,)):
+            raise ctx.error(f"input #2: expected a {t.dtype} scalar like data, got {c}")
     if ctx.has(3):
         expect(ctx, 3, "int", rank=1)
     if t.shape is None:

@@ -104,8 +104,13 @@ def _unroll(graph: Graph, loop: Node, trips: int) -> None:
     invariants = [inputs[i] for i in layout.invariant_inputs()]
 
     def add(op: str, ins: list[Value | None], attrs: dict[str, Any] | None = None) -> Value:
-        node = Node(op, ins, infer_types(op, ins, attrs or {}), attrs,
-                    name=f"{loop.name}.{op}" if loop.name else "")
+        node = Node(
+            op,
+            ins,
+            infer_types(op, ins, attrs or {}),
+            attrs,
+            name=f"{loop.name}.{op}" if loop.name else "",
+        )
         graph.insert_before(loop, node)
         return node.output
 
@@ -122,8 +127,9 @@ def _unroll(graph: Graph, loop: Node, trips: int) -> None:
             axis = normalize_axis(s.axis, len(t.shape), loop.describe())
             n = t.shape[axis]
             assert isinstance(n, int)
-            args.append(add("Gather", [src, const(np.int64(n - 1 - i if s.reverse else i))],
-                            {"axis": axis}))
+            args.append(
+                add("Gather", [src, const(np.int64(n - 1 - i if s.reverse else i))], {"axis": axis})
+            )
         args += invariants
         results = _inline(graph, body, args, loop)
         carried = list(results[1 : 1 + layout.num_carried])
@@ -154,9 +160,14 @@ def _inline(graph: Graph, body: Graph, args: list[Value | None], anchor: Node) -
         mapping[p] = a
     for node in body.nodes:
         attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
-        copy = Node(node.op, [None if v is None else mapping[v] for v in node.inputs],
-                    [o.type for o in node.outputs], attrs, name=node.name,
-                    output_names=[o.name for o in node.outputs])
+        copy = Node(
+            node.op,
+            [None if v is None else mapping[v] for v in node.inputs],
+            [o.type for o in node.outputs],
+            attrs,
+            name=node.name,
+            output_names=[o.name for o in node.outputs],
+        )
         graph.insert_before(anchor, copy)
         mapping.update(zip(node.outputs, copy.outputs, strict=True))
     return [mapping[o] for o in body.outputs]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import enum
 from typing import Any
 
@@ -41,15 +42,15 @@ class DType(enum.Enum):
         return int(self.numpy.itemsize)
 
     @property
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:
         return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64)
 
     @property
-    def is_int(self) -> bool:
+    def is_int(self) -> builtins.bool:
         return self.value.startswith(("int", "uint"))
 
     @property
-    def is_signed(self) -> bool:
+    def is_signed(self) -> builtins.bool:
         return self.is_float or self.value.startswith("int")
 
     def __repr__(self) -> str:

@@ -310,7 +310,9 @@ class Layout:
         the strides cannot express the new shape (e.g. merging axes of a transposed view);
         materialise a copy first.
         """
-        target = self._infer_shape((new_shape,) if isinstance(new_shape, int) else new_shape)
+        if isinstance(new_shape, int | np.integer):
+            new_shape = (new_shape,)
+        target = self._infer_shape(new_shape)
         if target == self.shape:
             return self
         if self.numel == 0:
@@ -473,8 +475,7 @@ class Layout:
                 strides.append(s)
                 sizes.append(z)
         # Any stride is correct on a length-1 axis; the one a dense layout would have keeps
-        # the result readable and lets equal views compare equal.
-        # Right to left, so a run of new axes builds on already-final strides.
+        # equal views comparing equal. Right to left, so a run of new axes builds on final values.
         for pos in sorted(new, reverse=True):
             after = pos + 1
             strides[pos] = strides[after] * shape[after] if after < out_rank else 1
@@ -640,7 +641,8 @@ def _root(array: NDArray) -> object:
     return base
 
 
-def _normalize_index(index: Sequence[int], shape: tuple[int, ...]) -> tuple[int, ...]:
+def _normalize_index(index: Iterable[object], shape: tuple[int, ...]) -> tuple[int, ...]:
+    index = _as_ints(index, "an index component")
     if len(index) != len(shape):
         raise LayoutIndexError(f"expected an index of rank {len(shape)}, got {tuple(index)}")
     out = []
@@ -830,16 +832,12 @@ class TensorView:
         expanded.extend([full] * (self.rank - len(expanded)))
         slice_axes = [a for a, k in enumerate(expanded) if isinstance(k, builtins.slice)]
         slices = [k for k in expanded if isinstance(k, builtins.slice)]
-        layout = self._layout
-        try:
-            layout = layout.slice(
-                [s.start for s in slices],
-                [s.stop for s in slices],
-                [s.step for s in slices],
-                axes=slice_axes,
-            )
-        except LayoutError as e:
-            raise LayoutIndexError(str(e)) from None
+        layout = self._layout.slice(
+            [s.start for s in slices],
+            [s.stop for s in slices],
+            [s.step for s in slices],
+            axes=slice_axes,
+        )
         # Fix integer axes from the back so earlier axis numbers stay valid.
         for axis in reversed(range(self.rank)):
             k = expanded[axis]

@@ -1,4 +1,4 @@
-"""Value types: TensorType(dtype, shape) with static and symbolic dims, and sequence/optional types."""
+"""Value types: TensorType(dtype, shape) with static and symbolic dims; sequences, optionals."""
 
 from __future__ import annotations
 

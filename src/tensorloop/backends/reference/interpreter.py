@@ -169,7 +169,9 @@ def _coerce(name: str, expected: Type, value: Any, prefix: str) -> Any:
         try:
             arr = np.asarray(value, dtype=expected.dtype.numpy)
         except (TypeError, ValueError) as exc:
-            raise InputError(f"{prefix}input '{name}': cannot convert to {expected}: {exc}") from None
+            raise InputError(
+                f"{prefix}input '{name}': cannot convert to {expected}: {exc}"
+            ) from None
     if not expected.accepts(arr):
         raise InputError(
             f"{prefix}input '{name}': expected {expected}, got {arr.dtype.name}{list(arr.shape)}"

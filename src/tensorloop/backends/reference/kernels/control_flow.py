@@ -25,7 +25,10 @@ def loop(
     carried, sources, invariants = list(rest[:k]), rest[k : k + s], list(rest[k + s :])
     interp = ctx.interpreter
 
-    axes = [normalize_axis(sl.axis, np.ndim(src), ctx.where) for src, sl in zip(sources, sliced)]
+    axes = [
+        normalize_axis(sl.axis, np.ndim(src), ctx.where)
+        for src, sl in zip(sources, sliced, strict=True)
+    ]
     bounds = [int(np.asarray(max_trip_count))] if max_trip_count is not None else []
     bounds += [np.shape(src)[a] for src, a in zip(sources, axes, strict=True)]
     cond = True if initial_condition is None else bool(np.asarray(initial_condition))
@@ -51,8 +54,16 @@ def loop(
         for acc, y in zip(per_iteration, results[1 + k :], strict=True):
             acc.append(y)
         i += 1
+    # Zero trips: the body never ran, so stacked shapes come from its types, with symbolic
+    # dims bound from the shapes the body parameters would have had.
+    param_shapes = [
+        (),
+        *(np.shape(c) for c in rest[:k]),
+        *(tuple(np.delete(np.shape(src), a)) for src, a in zip(sources, axes, strict=True)),
+        *(np.shape(v) for v in invariants),
+    ]
     outputs = [
-        _stack(ctx, j, acc, st, body.outputs[r].type, body, [np.int64(0), *rest[:k], *rest[k + s :]])
+        _stack(ctx, j, acc, st, body.outputs[r].type, _bind_symbols(body, param_shapes))
         for j, (acc, st, r) in enumerate(
             zip(per_iteration, stacked, layout.per_iteration_results(), strict=True)
         )
@@ -61,7 +72,7 @@ def loop(
 
 
 def _stack(
-    ctx: KernelContext, j: int, acc: list[Any], st: Stacked, t: Type, body: Graph, args: list[Any]
+    ctx: KernelContext, j: int, acc: list[Any], st: Stacked, t: Type, bindings: dict[str, int]
 ) -> np.ndarray[Any, Any]:
     if acc:
         axis = normalize_axis(st.axis, np.ndim(acc[0]) + 1, ctx.where)
@@ -73,30 +84,24 @@ def _stack(
                 f"({', '.join(str(list(x)) for x in sorted(shapes))}), so it cannot be stacked"
             )
         return np.stack(items, axis=axis)
-    # Zero trips: the body never ran, so the shape comes from its type, with symbols bound
-    # from the loop's actual inputs and unknown dims taken as 0.
     assert isinstance(t, TensorType)
     if t.shape is None:
         return np.zeros((0,), t.dtype.numpy)
-    bindings = _bind_symbols(body, ctx, args)
+    # A dim neither static nor bound is taken as 0, as onnxruntime does for unknown scan shapes.
     dims = [d if isinstance(d, int) else bindings.get(d, 0) for d in t.shape]
-    axis = normalize_axis(st.axis, len(dims) + 1, ctx.where)
-    dims.insert(axis, 0)
+    dims.insert(normalize_axis(st.axis, len(dims) + 1, ctx.where), 0)
     return np.zeros(dims, t.dtype.numpy)
 
 
-def _bind_symbols(body: Graph, ctx: KernelContext, args: list[Any]) -> dict[str, int]:
-    """Symbolic dims of body params bound to the sizes of the values the loop was given."""
-    layout = LoopLayout.of(ctx.node)
-    params = [body.inputs[0], *[body.inputs[p] for p in layout.carried_params()],
-              *[body.inputs[p] for p in layout.invariant_params()]]
+def _bind_symbols(body: Graph, shapes: list[tuple[int, ...]]) -> dict[str, int]:
+    """Symbolic dims of the body's parameter types bound to concrete sizes."""
     bindings: dict[str, int] = {}
-    for param, arg in zip(params, args, strict=True):
+    for param, shape in zip(body.inputs, shapes, strict=True):
         t = param.type
-        if isinstance(t, TensorType) and t.shape is not None and np.ndim(arg) == len(t.shape):
-            for d, n in zip(t.shape, np.shape(arg), strict=True):
+        if isinstance(t, TensorType) and t.shape is not None and len(shape) == len(t.shape):
+            for d, n in zip(t.shape, shape, strict=True):
                 if isinstance(d, str) and d != "?":
-                    bindings.setdefault(d, n)
+                    bindings.setdefault(d, int(n))
     return bindings
 
 

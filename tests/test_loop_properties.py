@@ -1,0 +1,404 @@
+"""Random canonical loops run by the interpreter agree with a plain-Python model of the Loop
+docstring written here (NumPy arrays, explicit Python loops, none of tensorloop's kernels)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tensorloop as tl
+from tensorloop import Graph, Sliced, Stacked, TensorType, Value
+from tensorloop.errors import LoopLimitError
+
+SETTINGS = settings(max_examples=60, deadline=None)
+F64, I64, BOOL = "float64", "int64", "bool"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_builder() -> None:
+    tl.reset()
+
+
+# --------------------------------------------------------------------------------------------
+# random loop specifications
+# --------------------------------------------------------------------------------------------
+# An expression is a list of (sign, term); a term is a leaf or ("mul", leaf, bounded_leaf).
+# Leaves: ("c", j) carried, ("s", j) slice, ("v", j) invariant, ("k", x) constant.  Products
+# always have a bounded factor (|x| <= 1), so values grow at most geometrically and never
+# overflow (warnings are errors).
+
+Leaf = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    elem: tuple[int, ...]  # the shape of every carried / slice / invariant / stacked value
+    carried_exprs: tuple[Any, ...]  # carried j's next value
+    sliced: tuple[tuple[int, bool, int], ...]  # (axis on the rank+1 source, reverse, length)
+    num_invariants: int
+    stacked: tuple[tuple[Any, int, bool], ...]  # (expr or "iter", axis, reverse)
+    trip: int | None
+    trip_as_input: bool
+    init_cond: bool | None
+    cond_as_input: bool
+    body_cond: tuple[Any, ...]  # ("true",), ("false",) or ("lt", k)
+    max_iterations: int | None
+    seed: int
+
+
+@st.composite
+def expressions(draw: st.DrawFn, nc: int, ns: int, nv: int) -> tuple[Any, ...]:
+    bounded = [st.tuples(st.just("k"), st.sampled_from([-1.0, -0.5, 0.25, 0.5, 1.0]))]
+    if ns:
+        bounded.append(st.tuples(st.just("s"), st.integers(0, ns - 1)))
+    if nv:
+        bounded.append(st.tuples(st.just("v"), st.integers(0, nv - 1)))
+    bounded_leaf = st.one_of(*bounded)
+    leaf = (
+        st.one_of(bounded_leaf, st.tuples(st.just("c"), st.integers(0, nc - 1)))
+        if nc
+        else bounded_leaf
+    )
+    term = st.one_of(leaf, st.tuples(st.just("mul"), leaf, bounded_leaf))
+    n = draw(st.integers(1, 3))
+    first = draw(term)
+    rest = [(draw(st.sampled_from(["+", "-"])), draw(term)) for _ in range(n - 1)]
+    return (("+", first), *rest)
+
+
+@st.composite
+def loop_specs(draw: st.DrawFn) -> LoopSpec:
+    rank = draw(st.integers(0, 2))
+    elem = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
+    nc, ns, nv = draw(st.integers(0, 3)), draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    carried = tuple(draw(expressions(nc, ns, nv)) for _ in range(nc))
+    sliced = tuple(
+        (draw(st.integers(-(rank + 1), rank)), draw(st.booleans()), draw(st.integers(0, 5)))
+        for _ in range(ns)
+    )
+    stacked = []
+    for _ in range(draw(st.integers(0, 2))):
+        if draw(st.booleans()):
+            stacked.append(("iter", draw(st.integers(-1, 0)), draw(st.booleans())))
+        else:
+            value = draw(expressions(nc, ns, nv))
+            stacked.append((value, draw(st.integers(-(rank + 1), rank)), draw(st.booleans())))
+    trip = draw(st.one_of(st.none(), st.integers(-2, 6)))
+    init_cond = draw(st.one_of(st.none(), st.booleans()))
+    body_cond = draw(
+        st.one_of(
+            st.just(("true",)), st.just(("false",)), st.tuples(st.just("lt"), st.integers(-1, 7))
+        )
+    )
+    unbounded = trip is None and ns == 0 and body_cond == ("true",)
+    if unbounded:
+        max_iterations: int | None = draw(st.integers(0, 6))
+    else:
+        max_iterations = draw(st.one_of(st.none(), st.integers(0, 8)))
+    return LoopSpec(
+        elem,
+        carried,
+        sliced,
+        nv,
+        tuple(stacked),
+        trip,
+        draw(st.booleans()),
+        init_cond,
+        draw(st.booleans()),
+        body_cond,
+        max_iterations,
+        draw(st.integers(0, 2**16)),
+    )
+
+
+def source_shape(spec: LoopSpec, axis: int, length: int) -> tuple[int, ...]:
+    a = axis % (len(spec.elem) + 1)
+    return (*spec.elem[:a], length, *spec.elem[a:])
+
+
+def make_inputs(spec: LoopSpec) -> dict[str, Any]:
+    rng = np.random.default_rng(spec.seed)
+    inputs: dict[str, Any] = {}
+    for j in range(len(spec.carried_exprs)):
+        inputs[f"c{j}"] = rng.uniform(-1, 1, spec.elem)
+    for j, (axis, _, length) in enumerate(spec.sliced):
+        inputs[f"src{j}"] = rng.uniform(-1, 1, source_shape(spec, axis, length))
+    for j in range(spec.num_invariants):
+        inputs[f"inv{j}"] = rng.uniform(-1, 1, spec.elem)
+    if spec.trip is not None and spec.trip_as_input:
+        inputs["n"] = np.int64(spec.trip)
+    if spec.init_cond is not None and spec.cond_as_input:
+        inputs["cond0"] = np.bool_(spec.init_cond)
+    return inputs
+
+
+# --------------------------------------------------------------------------------------------
+# the independent model of the Loop docstring
+# --------------------------------------------------------------------------------------------
+
+
+class LimitReached(Exception):
+    pass
+
+
+def eval_expr(expr: Any, elem: tuple[int, ...], env: dict[str, list[np.ndarray]]) -> np.ndarray:
+    def leaf(x: Leaf) -> np.ndarray:
+        kind, arg = x
+        return np.full(elem, arg, np.float64) if kind == "k" else env[kind][arg]
+
+    def term(t: Any) -> np.ndarray:
+        return leaf(t[1]) * leaf(t[2]) if t[0] == "mul" else leaf(t)
+
+    acc = term(expr[0][1])
+    for sign, t in expr[1:]:
+        acc = acc + term(t) if sign == "+" else acc - term(t)
+    return acc
+
+
+def reference(spec: LoopSpec, inputs: dict[str, Any]) -> tuple[list[np.ndarray], int]:
+    """The outputs per the docstring of Loop, and how many iterations ran."""
+    limit = tl.DEFAULT_MAX_ITERATIONS if spec.max_iterations is None else spec.max_iterations
+    carried = [inputs[f"c{j}"] for j in range(len(spec.carried_exprs))]
+    sources = [inputs[f"src{j}"] for j in range(len(spec.sliced))]
+    invariants = [inputs[f"inv{j}"] for j in range(spec.num_invariants)]
+    rank = len(spec.elem)
+    axes = [axis % (rank + 1) for axis, _, _ in spec.sliced]
+
+    bounds = [spec.trip] if spec.trip is not None else []
+    bounds += [src.shape[a] for src, a in zip(sources, axes, strict=True)]
+    cond = True if spec.init_cond is None else bool(spec.init_cond)
+    i, per_iteration = 0, [[] for _ in spec.stacked]  # type: tuple[int, list[list[Any]]]
+    while all(i < b for b in bounds) and cond:
+        slices = []
+        for src, a, (_, rev, _) in zip(sources, axes, spec.sliced, strict=True):
+            index = src.shape[a] - 1 - i if rev else i
+            slices.append(src[(slice(None),) * a + (index,)])
+        env = {"c": carried, "s": slices, "v": invariants}
+        # body(i, *carried, *slices, *invariants) -> (cond, *carried_next, *per_iteration)
+        if spec.body_cond[0] == "lt":
+            cond = i < spec.body_cond[1]
+        else:
+            cond = spec.body_cond[0] == "true"
+        new_carried = [eval_expr(e, spec.elem, env) for e in spec.carried_exprs]
+        ys = [
+            np.int64(i) if value == "iter" else eval_expr(value, spec.elem, env)
+            for value, _, _ in spec.stacked
+        ]
+        carried = new_carried
+        for acc, y in zip(per_iteration, ys, strict=True):
+            acc.append(y)
+        i += 1
+        if i > limit:
+            raise LimitReached
+    outputs = list(carried)
+    for acc, (value, axis, rev) in zip(per_iteration, spec.stacked, strict=True):
+        y_rank = 0 if value == "iter" else rank
+        a = axis % (y_rank + 1)
+        if acc:
+            outputs.append(np.stack(acc[::-1] if rev else acc, axis=a))
+        else:
+            dims = [] if value == "iter" else list(spec.elem)
+            dims.insert(a, 0)
+            outputs.append(np.zeros(dims, np.int64 if value == "iter" else np.float64))
+    return outputs, i
+
+
+# --------------------------------------------------------------------------------------------
+# the same loop as IR
+# --------------------------------------------------------------------------------------------
+
+
+def _const(g: Graph, value: Any, dtype: str) -> Value:
+    return g.add_node("Constant", [], {"value": np.asarray(value, dtype=dtype)}).output
+
+
+def build(spec: LoopSpec) -> Graph:
+    et = TensorType(F64, spec.elem)
+    g = Graph("main")
+    carried_init = [g.add_input(f"c{j}", et) for j in range(len(spec.carried_exprs))]
+    sources = [
+        g.add_input(f"src{j}", TensorType(F64, source_shape(spec, axis, length)))
+        for j, (axis, _, length) in enumerate(spec.sliced)
+    ]
+    invariants = [g.add_input(f"inv{j}", et) for j in range(spec.num_invariants)]
+    trip: Value | None = None
+    if spec.trip is not None:
+        trip = (
+            g.add_input("n", TensorType(I64, ()))
+            if spec.trip_as_input
+            else _const(g, spec.trip, I64)
+        )
+    cond: Value | None = None
+    if spec.init_cond is not None:
+        cond = (
+            g.add_input("cond0", TensorType(BOOL, ()))
+            if spec.cond_as_input
+            else _const(g, spec.init_cond, BOOL)
+        )
+
+    b = Graph("body")
+    it = b.add_input("it", TensorType(I64, ()))
+    env = {
+        "c": [b.add_input(f"bc{j}", et) for j in range(len(spec.carried_exprs))],
+        "s": [b.add_input(f"bs{j}", et) for j in range(len(spec.sliced))],
+        "v": [b.add_input(f"bv{j}", et) for j in range(spec.num_invariants)],
+    }
+
+    def node(op: str, *ins: Value) -> Value:
+        return b.add_node(op, list(ins)).output
+
+    def leaf(x: Leaf) -> Value:
+        kind, arg = x
+        return _const(b, np.full(spec.elem, arg), F64) if kind == "k" else env[kind][arg]
+
+    def term(t: Any) -> Value:
+        return node("Mul", leaf(t[1]), leaf(t[2])) if t[0] == "mul" else leaf(t)
+
+    def expr(e: Any) -> Value:
+        acc = term(e[0][1])
+        for sign, t in e[1:]:
+            acc = node("Add" if sign == "+" else "Sub", acc, term(t))
+        return acc
+
+    if spec.body_cond[0] == "lt":
+        go = node("Less", it, _const(b, spec.body_cond[1], I64))
+    else:
+        go = _const(b, spec.body_cond[0] == "true", BOOL)
+    results = [go, *(expr(e) for e in spec.carried_exprs)]
+    results += [it if v == "iter" else expr(v) for v, _, _ in spec.stacked]
+    b.set_outputs(results)
+
+    node_ = g.add_node(
+        "Loop",
+        [trip, cond, *carried_init, *sources, *invariants],
+        {
+            "body": b,
+            "num_carried": len(carried_init),
+            "sliced": tuple(Sliced(axis, rev) for axis, rev, _ in spec.sliced),
+            "stacked": tuple(Stacked(axis, rev) for _, axis, rev in spec.stacked),
+        },
+        name="random_loop",
+    )
+    g.set_outputs(node_.outputs)
+    return g
+
+
+@SETTINGS
+@given(loop_specs())
+def test_random_canonical_loops_match_the_docstring_model(spec: LoopSpec) -> None:
+    g = build(spec)
+    kw = {} if spec.max_iterations is None else {"max_iterations": spec.max_iterations}
+    model = tl.Model(g, **kw)
+    inputs = make_inputs(spec)
+    try:
+        want, trips = reference(spec, inputs)
+    except LimitReached:
+        with pytest.raises(LoopLimitError, match="random_loop"):
+            model.run(inputs)
+        return
+    res = model.run(inputs, trace=["it"])
+    got = [res[name] for name in model.output_names]
+    assert len(got) == len(want)
+    for k, (out, value, w) in enumerate(zip(got, g.outputs, want, strict=True)):
+        assert out.dtype == w.dtype, f"output #{k}"
+        assert out.shape == w.shape, f"output #{k}"
+        np.testing.assert_allclose(out, w, rtol=1e-12, atol=1e-300, err_msg=f"output #{k}")
+        assert value.type.accepts(out), f"output #{k}: {out.shape} is not {value.type}"
+    assert [e.iteration for e in res.trace.get("it", [])] == [(i,) for i in range(trips)]
+    assert [int(e.value) for e in res.trace.get("it", [])] == list(range(trips))
+
+
+# --------------------------------------------------------------------------------------------
+# builder loops against Python loops
+# --------------------------------------------------------------------------------------------
+
+
+@st.composite
+def scan_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], int, bool, int]:
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+    return shape, draw(st.integers(-rank, rank - 1)), draw(st.booleans()), draw(st.integers(0, 999))
+
+
+@SETTINGS
+@given(scan_cases())
+def test_scan_matches_python_loop(case: tuple[tuple[int, ...], int, bool, int]) -> None:
+    tl.reset()
+    shape, axis, reverse, seed = case
+    a = axis % len(shape)
+    slice_shape = shape[:a] + shape[a + 1 :]
+    xs = tl.placeholder(F64, shape, name="xs")
+    c0 = tl.placeholder(F64, slice_shape, name="c0")
+
+    def step(c: Any, x: Any) -> tuple[Any, Any]:
+        c2 = c * 0.5 + x
+        return c2, (c2 - x * 2.0, x)
+
+    c, (ys, echo) = tl.scan(step, c0, xs, axis=axis, reverse=reverse)
+    m = tl.Model({"c": c, "ys": ys, "echo": echo})
+    rng = np.random.default_rng(seed)
+    xv, cv = rng.standard_normal(shape), rng.standard_normal(slice_shape)
+    res = m.run({"xs": xv, "c0": cv})
+
+    n = shape[a]
+    want_ys = np.zeros(shape)
+    carry = cv
+    for k in reversed(range(n)) if reverse else range(n):
+        x = xv[(slice(None),) * a + (k,)]
+        carry = carry * 0.5 + x
+        want_ys[(slice(None),) * a + (k,)] = carry - x * 2.0
+    np.testing.assert_allclose(res["c"], carry, rtol=1e-12)
+    np.testing.assert_allclose(res["ys"], want_ys, rtol=1e-12)
+    np.testing.assert_array_equal(res["echo"], xv)
+    assert res["ys"].shape == shape and res["echo"].shape == shape
+
+
+@SETTINGS
+@given(st.integers(-3, 6), st.integers(-3, 6), st.booleans(), st.floats(-2, 2))
+def test_fori_loop_matches_python_for(lo: int, hi: int, as_tensors: bool, x0: float) -> None:
+    tl.reset()
+    lower: Any = tl.placeholder(I64, [], name="lo") if as_tensors else lo
+    upper: Any = tl.placeholder(I64, [], name="hi") if as_tensors else hi
+
+    def body(i: Any, s: tuple[Any, Any]) -> tuple[Any, Any]:
+        v, k = s
+        return v * 0.5 + tl.cast(i, F64), k * 3 + i
+
+    v, k = tl.fori_loop(lower, upper, body, (tl.constant(np.float64(x0)), tl.constant(np.int64(1))))
+    m = tl.Model({"v": v, "k": k})
+    res = m.run({"lo": lo, "hi": hi} if as_tensors else {})
+    v_, k_ = x0, 1
+    for i in range(lo, hi):
+        v_, k_ = v_ * 0.5 + i, k_ * 3 + i
+    assert res["v"] == pytest.approx(v_, rel=1e-12, abs=1e-12)
+    assert res["k"] == k_
+
+
+@SETTINGS
+@given(
+    st.floats(0.1, 10.0),
+    st.floats(-5.0, 200.0),
+    st.sampled_from([1.5, 2.0, 3.0]),
+    st.floats(0.0, 2.0),
+)
+def test_while_loop_matches_python_while(x0: float, limit: float, f: float, add: float) -> None:
+    tl.reset()
+    x = tl.placeholder(F64, [], name="x")
+    lim = tl.placeholder(F64, [], name="lim")
+    out_x, out_n, out_hist = tl.while_loop(
+        lambda s: s[0] < lim,
+        lambda s: (s[0] * f + add, s[1] + 1, s[2] + s[0]),
+        (x, tl.constant(np.int64(0)), tl.constant(np.float64(0))),
+    )
+    res = tl.Model({"x_out": out_x, "n": out_n, "hist": out_hist}).run({"x": x0, "lim": limit})
+    xv, n, hist = x0, 0, 0.0
+    while xv < limit:
+        xv, n, hist = xv * f + add, n + 1, hist + xv
+    assert res["x_out"] == xv
+    assert res["n"] == n
+    assert res["hist"] == hist
