@@ -33,10 +33,17 @@ def test_placeholder_shape_dtype_name() -> None:
     assert y.shape == () and y.dtype == DType.int64 and y.ndim == 0
 
 
-def test_placeholder_names_must_be_unique() -> None:
-    tl.placeholder("float32", [2], name="x")
-    with pytest.raises(GraphError, match="'x' already exists"):
-        tl.placeholder("float32", [3], name="x")
+def test_models_built_later_may_reuse_placeholder_names() -> None:
+    x1 = tl.placeholder("float32", [2], name="x")
+    m1 = tl.Model({"y": x1 * 2.0})
+    x2 = tl.placeholder("float32", [2], name="x")  # same name, no tl.reset() in between
+    m2 = tl.Model({"y": x2 + 1.0})
+    assert m1.input_names == m2.input_names == ["x"]
+    xv = np.array([1.0, 2.0], np.float32)
+    np.testing.assert_array_equal(m1.run({"x": xv})["y"], [2.0, 4.0])
+    np.testing.assert_array_equal(m2.run({"x": xv})["y"], [2.0, 3.0])
+    with pytest.raises(GraphError, match="two inputs of the model are named 'x'"):
+        tl.Model({"y": x1 + x2})
 
 
 def test_placeholder_inside_a_body_is_an_error() -> None:
@@ -135,12 +142,7 @@ def test_model_dict_outputs_use_the_keys_in_order() -> None:
     np.testing.assert_array_equal(res["same"], [1.0, 2.0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: model._extract only keeps placeholders used by needed nodes, so a placeholder "
-    "returned directly as an output (tl.Model(x)) is missing from the graph: KeyError",
-)
-def test_model_may_output_a_placeholder_directly() -> None:
+def test_model_may_output_a_placeholder_that_another_output_uses() -> None:
     x = tl.placeholder("float32", [2], name="x")
     y = tl.placeholder("float32", [2], name="y")
     m = tl.Model({"x_out": x, "sum": x + y})
@@ -148,6 +150,17 @@ def test_model_may_output_a_placeholder_directly() -> None:
     res = m.run({"x": [1.0, 2.0], "y": [3.0, 4.0]})
     np.testing.assert_array_equal(res["x_out"], [1.0, 2.0])
     np.testing.assert_array_equal(res["sum"], [4.0, 6.0])
+
+
+@pytest.mark.parametrize("form", ["single", "list", "dict"])
+def test_model_may_output_a_placeholder_directly(form: str) -> None:
+    x = tl.placeholder("float32", [2], name="x")
+    outputs: Any = {"single": x, "list": [x], "dict": {"x_out": x}}[form]
+    m = tl.Model(outputs)
+    assert m.input_names == ["x"]
+    res = m.run({"x": [1.0, 2.0]})
+    (out,) = res.values()
+    np.testing.assert_array_equal(out, [1.0, 2.0])
 
 
 def test_input_names_follow_placeholder_creation_and_skip_unused() -> None:
@@ -326,7 +339,7 @@ def test_cond_with_operands_and_pytree_results(p: bool) -> None:
         lambda v, s: {"sum": tl.reduce_sum(v) * k, "v": v + s},
         lambda v, s: {"sum": tl.reduce_sum(v * v), "v": v - s},
         x,
-        2.0,
+        tl.constant(2.0, "float64"),
     )
     assert set(out) == {"sum", "v"}
     res = tl.Model({"s": out["sum"], "v": out["v"]}).run(
@@ -357,11 +370,6 @@ def test_cond_branches_must_agree_on_structure() -> None:
         tl.cond(x < 0.0, lambda: (x, x), lambda: x)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: builder.tracing.Frame.capture re-captures a value from two frames up on each "
-    "use (captures is keyed by the parent-level value), leaving an orphan branch parameter",
-)
 def test_cond_in_loop_uses_a_root_value_twice_in_one_branch() -> None:
     w = tl.placeholder("float64", [], name="w")
     xs = tl.placeholder("float64", [3], name="xs")
@@ -373,3 +381,99 @@ def test_cond_in_loop_uses_a_root_value_twice_in_one_branch() -> None:
     c, ys = tl.scan(step, tl.constant(np.float64(0)), xs)
     res = tl.Model({"c": c, "ys": ys}).run({"w": 2.0, "xs": [-1.0, 3.0, -2.0]})
     np.testing.assert_array_equal(res["ys"], [0.0, 3.0, -2.0])
+
+
+# --------------------------------------------------------------------------------------------
+# loop builders: error paths and bound dtypes
+# --------------------------------------------------------------------------------------------
+
+
+def test_scan_errors() -> None:
+    xs = tl.placeholder("float32", [4, 2], name="xs")
+    init = tl.constant(np.zeros(2, np.float32))
+    with pytest.raises(GraphError, match="needs xs or length"):
+        tl.scan(lambda c, x: (c, c), init)
+    with pytest.raises(GraphError, match=r"length=3 but xs leaf #0 has 4 elements on axis 0"):
+        tl.scan(lambda c, x: (c + x, x), init, xs, length=3)
+    with pytest.raises(GraphError, match=r"axis 2 is out of range"):
+        tl.scan(lambda c, x: (c + x, x), init, xs, axis=2)
+    with pytest.raises(GraphError, match="must return a pair"):
+        tl.scan(lambda c, x: c + x, init, xs)
+    with pytest.raises(GraphError, match="structure"):
+        tl.scan(lambda c, x: ((c, c), x), init, xs)
+    with pytest.raises(GraphError, match=r"carried #0 of tl\.scan: body yields i64\[2\]"):
+        tl.scan(lambda c, x: (tl.cast(c, "int64"), x), init, xs)
+
+
+def test_while_loop_errors() -> None:
+    x = tl.placeholder("float32", [2], name="x")
+    with pytest.raises(GraphError, match=r"tl\.while_loop: cond_fn must be a bool scalar"):
+        tl.while_loop(lambda v: v < 1.0, lambda v: v + 1.0, x)  # cond is bool[2]
+    with pytest.raises(GraphError, match="structure"):
+        tl.while_loop(lambda v: tl.reduce_sum(v) < 1.0, lambda v: (v, v), x)
+
+
+@pytest.mark.parametrize(
+    ("lower_kind", "upper_kind"),
+    [("int", "int32"), ("int32", "int"), ("int32", "int32"), ("int64", "int")],
+)
+def test_fori_loop_bound_dtypes(lower_kind: str, upper_kind: str) -> None:
+    feeds: dict[str, Any] = {}
+
+    def bound(kind: str, value: int, name: str) -> Any:
+        if kind == "int":
+            return value
+        feeds[name] = np.asarray(value, kind)
+        return tl.placeholder(kind, [], name=name)
+
+    lo, hi = bound(lower_kind, 2, "lo"), bound(upper_kind, 6, "hi")
+    out = tl.fori_loop(
+        lo, hi, lambda i, acc: acc * 2.0 + tl.cast(i, "float64"), tl.constant(1.0, "float64")
+    )
+    res = tl.Model({"out": out}).run(feeds)
+    want = 1.0
+    for i in range(2, 6):
+        want = want * 2 + i
+    assert res["out"] == want
+
+
+def test_assign_checks_target_and_type() -> None:
+    state = tl.persistent_tensor(np.zeros(3, np.float32), name="h")
+    x = tl.placeholder("float32", [3], name="x")
+    with pytest.raises(GraphError, match=r"tl\.assign to 'h': expected f32\[3\], got f32\[2\]"):
+        tl.assign(state, tl.constant(np.zeros(2, np.float32)))
+    with pytest.raises(GraphError, match="is not a persistent tensor"):
+        tl.assign(x, x)
+    tl.assign(state, state + x)
+    m = tl.Model({"h_before": state * 1.0})
+    assert m.input_names == ["x"]
+    xv = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(m.run({"x": xv})["h_before"], np.zeros(3))
+    np.testing.assert_array_equal(m.run({"x": xv})["h_before"], xv)
+    np.testing.assert_array_equal(m.state["h"], 2 * xv)
+
+
+def test_named_body_tensor_can_be_traced() -> None:
+    xs = tl.placeholder("float64", [2, 3], name="xs")
+
+    def outer(c: Any, row: Any) -> tuple[Any, Any]:
+        def inner(c2: Any, v: Any) -> tuple[Any, Any]:
+            y = tl.name(v * 10.0 + c, "y_inner")
+            return c2 + y, y
+
+        c2, _ = tl.scan(inner, tl.constant(np.float64(0)), row)
+        return c + c2, c2
+
+    c, _ = tl.scan(outer, tl.constant(np.float64(0)), xs)
+    xv = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    res = tl.Model({"c": c}).run({"xs": xv}, trace=["y_inner"])
+    want, c_ = [], 0.0
+    for i in range(2):
+        c2_ = 0.0
+        for j in range(3):
+            y = xv[i, j] * 10 + c_
+            want.append(((i, j), y))
+            c2_ += y
+        c_ += c2_
+    assert res["c"] == c_
+    assert [(e.iteration, float(e.value)) for e in res.trace["y_inner"]] == want

@@ -142,7 +142,7 @@ def make_inputs(spec: LoopSpec) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-class LimitReached(Exception):
+class LimitReachedError(Exception):
     pass
 
 
@@ -180,10 +180,8 @@ def reference(spec: LoopSpec, inputs: dict[str, Any]) -> tuple[list[np.ndarray],
             slices.append(src[(slice(None),) * a + (index,)])
         env = {"c": carried, "s": slices, "v": invariants}
         # body(i, *carried, *slices, *invariants) -> (cond, *carried_next, *per_iteration)
-        if spec.body_cond[0] == "lt":
-            cond = i < spec.body_cond[1]
-        else:
-            cond = spec.body_cond[0] == "true"
+        kind = spec.body_cond[0]
+        cond = i < spec.body_cond[1] if kind == "lt" else kind == "true"
         new_carried = [eval_expr(e, spec.elem, env) for e in spec.carried_exprs]
         ys = [
             np.int64(i) if value == "iter" else eval_expr(value, spec.elem, env)
@@ -194,7 +192,7 @@ def reference(spec: LoopSpec, inputs: dict[str, Any]) -> tuple[list[np.ndarray],
             acc.append(y)
         i += 1
         if i > limit:
-            raise LimitReached
+            raise LimitReachedError
     outputs = list(carried)
     for acc, (value, axis, rev) in zip(per_iteration, spec.stacked, strict=True):
         y_rank = 0 if value == "iter" else rank
@@ -297,7 +295,7 @@ def test_random_canonical_loops_match_the_docstring_model(spec: LoopSpec) -> Non
     inputs = make_inputs(spec)
     try:
         want, trips = reference(spec, inputs)
-    except LimitReached:
+    except LimitReachedError:
         with pytest.raises(LoopLimitError, match="random_loop"):
             model.run(inputs)
         return

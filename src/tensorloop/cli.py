@@ -21,8 +21,6 @@ from .ir.graph import Graph
 from .model import Model
 from .tensor.types import TensorType
 
-console = Console()
-
 
 def _fail(exc: TensorloopError) -> click.ClickException:
     return click.ClickException(f"{type(exc).__name__}: {exc}")
@@ -127,6 +125,7 @@ def run(
     save_outputs: str | None,
 ) -> None:
     """Run MODEL once and print its outputs."""
+    console = Console()
     model = _load(model_path, max_iterations)
     feeds: dict[str, Any] = {}
     if inputs_file:
@@ -187,6 +186,7 @@ def _loop_tree(graph: Graph, tree: Tree) -> None:
 @click.option("--ir", "show_ir", is_flag=True, help="Print the whole graph as text IR.")
 def inspect(model_path: str, show_ir: bool) -> None:
     """Summarise MODEL: inputs, outputs, ops and the nesting of its loops."""
+    console = Console()
     model = _load(model_path)
     graph = model.graph
     table = Table(title=f"{Path(model_path).name}: '{graph.name}'")

@@ -13,7 +13,7 @@ from .backends.reference.interpreter import (
     TraceEntry,
     coerce_inputs,
 )
-from .builder.tracing import Tensor, root_graph
+from .builder.tracing import Tensor, requested_name, root_graph
 from .errors import GraphError, InputError
 from .ir.graph import Graph, Node, Value, Variable, clone_graph
 from .ir.verify import verify
@@ -139,11 +139,11 @@ def _extract(
 ) -> Graph:
     """Copy the part of the builder graph that ``outputs`` need into a fresh, closed graph."""
     if isinstance(outputs, Tensor):
-        named = [(outputs.name, outputs)]
+        named = [(requested_name(outputs.name), outputs)]
     elif isinstance(outputs, Mapping):
         named = list(outputs.items())
     else:
-        named = [(t.name, t) for t in outputs]
+        named = [(requested_name(t.name), t) for t in outputs]
     src = root_graph()
     for key, t in named:
         if not isinstance(t, Tensor):
@@ -152,35 +152,28 @@ def _extract(
             raise GraphError(f"output '{key}' (%{t.name}) lives in a loop or branch body")
     needed = _needed_nodes(src, [t.value for _, t in named])
     used_params = {v for n in needed for v in n.inputs if v is not None and v.is_parameter}
+    used_params |= {t.value for _, t in named if t.value.is_parameter}
     if inputs is None:
         params = [p for p in src.inputs if p in used_params]
     else:
         params = [t.value for t in inputs]
-        missing = [p.name for p in src.inputs if p in used_params and p not in params]
-        missing += [t.name for _, t in named if t.value.is_parameter and t.value not in params]
+        missing = [requested_name(p.name) for p in src.inputs if p in used_params - set(params)]
         if missing:
             raise GraphError(
                 f"the outputs depend on placeholder(s) {', '.join(missing)} not listed in inputs"
             )
     graph = Graph(name)
-    mapping: dict[Value, Value] = {p: graph.add_input(p.name, p.type) for p in params}
+    mapping: dict[Value, Value] = {}
+    for p in params:
+        mapping[p] = graph.add_input(requested_name(p.name), p.type)
+        if mapping[p].name != requested_name(p.name):
+            raise GraphError(f"two inputs of the model are named '{requested_name(p.name)}'")
     for node in src.nodes:
-        if node not in needed:
-            continue
-        if node.op == "ReadVariable":
-            var: Variable = src.variables[node.attrs["variable"]]
-            graph.variables[var.name] = Variable(var.name, var.initial, var.trainable)
-        attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
-        copy = Node(
-            node.op,
-            [None if v is None else mapping[v] for v in node.inputs],
-            [o.type for o in node.outputs],
-            attrs,
-            name=node.name,
-            output_names=[o.name for o in node.outputs],
-        )
-        graph.append(copy)
-        mapping.update(zip(node.outputs, copy.outputs, strict=True))
+        if node in needed:
+            _copy_node(src, node, graph, mapping)
+    for _, node in graph.walk():
+        if node.op in ("ReadVariable", "Assign"):
+            node.attrs["variable"] = requested_name(node.attrs["variable"])
     results: list[Value] = []
     for key, t in named:
         v = mapping[t.value]
@@ -198,6 +191,29 @@ def _extract(
         results.append(v)
     graph.set_outputs(results)
     return graph
+
+
+def _copy_node(src: Graph, node: Node, graph: Graph, mapping: dict[Value, Value]) -> None:
+    """Append a copy of ``node`` to ``graph``; persistent tensors get their requested names."""
+    names = [o.name for o in node.outputs]
+    if node.op == "ReadVariable":
+        var: Variable = src.variables[node.attrs["variable"]]
+        var_name = requested_name(var.name)
+        if var_name in graph.variables:
+            raise GraphError(f"two persistent tensors of the model are named '{var_name}'")
+        graph.variables[var_name] = Variable(var_name, var.initial, var.trainable)
+        names = [var_name]
+    attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
+    copy = Node(
+        node.op,
+        [None if v is None else mapping[v] for v in node.inputs],
+        [o.type for o in node.outputs],
+        attrs,
+        name=node.name,
+        output_names=names,
+    )
+    graph.append(copy)
+    mapping.update(zip(node.outputs, copy.outputs, strict=True))
 
 
 def _needed_nodes(src: Graph, roots: list[Value]) -> set[Node]:

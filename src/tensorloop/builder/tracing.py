@@ -152,6 +152,9 @@ class _State(threading.local):
     def __init__(self) -> None:
         self.root = Frame(Graph("builder"), None)
         self.stack: list[Frame] = [self.root]
+        # Builder-wide names of placeholders and persistent tensors -> the names users asked
+        # for; models built later get the asked-for names back, so rebuilding a model works.
+        self.requested: dict[str, str] = {}
 
 
 _state = _State()
@@ -169,6 +172,7 @@ def reset() -> None:
     """Forget every tensor built so far in this thread (models already made keep their graphs)."""
     _state.root = Frame(Graph("builder"), None)
     _state.stack = [_state.root]
+    _state.requested = {}
 
 
 class TraceBody:
@@ -231,9 +235,13 @@ def placeholder(dtype: DTypeLike, shape: Sequence[int | str], name: str = "") ->
     if frame.parent is not None:
         raise GraphError("tl.placeholder cannot be created inside a loop or branch body")
     value = frame.graph.add_input(name or "input", TensorType(_dtype(dtype), shape))
-    if name and value.name != name:
-        raise GraphError(f"an input named '{name}' already exists; names of inputs must be unique")
+    _state.requested[value.name] = name or value.name
     return Tensor(value)
+
+
+def requested_name(builder_name: str) -> str:
+    """The name a placeholder or persistent tensor was created with."""
+    return _state.requested.get(builder_name, builder_name)
 
 
 def persistent_tensor(initial: Any, name: str = "", *, trainable: bool = False) -> Tensor:
@@ -243,8 +251,7 @@ def persistent_tensor(initial: Any, name: str = "", *, trainable: bool = False) 
         data = data.astype(np.float32)
     root = root_graph()
     var_name = root.unique_name(name or "state")
-    if name and var_name != name:
-        raise GraphError(f"a persistent tensor named '{name}' already exists")
+    _state.requested[var_name] = name or var_name
     root.add_variable(var_name, data, trainable)
     node = root.add_node(
         "ReadVariable",
