@@ -870,6 +870,22 @@ class TestScan:
         assert res["c"] == 81.0
         np.testing.assert_array_equal(res["ys"], [1.0, 3.0, 9.0, 27.0])
 
+    def test_reverse_scan_with_length_only(self) -> None:
+        c, ys = tl.scan(
+            lambda c, _: (c * 2.0 + 1.0, c),
+            tl.constant(np.float64(0)),
+            None,
+            length=4,
+            reverse=True,
+        )
+        res = tl.Model({"c": c, "ys": ys}).run()
+        want, c_ = [0.0] * 4, 0.0
+        for k in reversed(range(4)):  # visited last to first; ys[k] pairs with step k
+            want[k] = c_
+            c_ = c_ * 2 + 1
+        assert res["c"] == c_ == 15.0
+        np.testing.assert_array_equal(res["ys"], want)
+
     def test_scan_zero_length(self) -> None:
         xs = tl.placeholder(F32, [0, 3], name="xs")
         c, ys = tl.scan(lambda c, x: (c + x, x * 2.0), tl.constant(np.ones(3, np.float32)), xs)
@@ -1151,6 +1167,26 @@ class TestStreamingRNN:
         np.testing.assert_array_equal(m.state["h"], np.zeros(self.H))
         again = m.run({"xs": seq[:3]})["hs"]
         np.testing.assert_array_equal(again, a)
+
+    def test_persistent_tensor_captured_by_a_body(self) -> None:
+        """A persistent tensor read inside the body is an invariant; its update lands after."""
+        bias = tl.persistent_tensor(np.ones(2, np.float32), name="bias")
+        xs = tl.placeholder(F32, [3, 2], name="xs")
+        c, ys = tl.scan(
+            lambda c, x: (c + x + bias, x * bias), tl.constant(np.zeros(2, np.float32)), xs
+        )
+        tl.assign(bias, bias * 2.0)
+        m = tl.Model({"c": c, "ys": ys})
+        (node,) = model_loops(m)
+        assert len(node.inputs) == 2 + 1 + 1 + 1  # the bias read is one invariant input
+        xv = np.arange(6, dtype=np.float32).reshape(3, 2)
+        b = np.ones(2, np.float32)
+        for _ in range(3):
+            res = m.run({"xs": xv})
+            np.testing.assert_array_equal(res["ys"], xv * b)
+            np.testing.assert_array_equal(res["c"], xv.sum(axis=0) + 3 * b)
+            b = b * 2
+            np.testing.assert_array_equal(m.state["bias"], b)
 
     def test_sessions_are_independent(self) -> None:
         m, wx, wh = self._build()
