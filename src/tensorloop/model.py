@@ -15,7 +15,7 @@ from .backends.reference.interpreter import (
 )
 from .builder.tracing import Tensor, requested_name, root_graph
 from .errors import GraphError, InputError
-from .ir.graph import Graph, Node, Value, Variable, clone_graph
+from .ir.graph import Graph, Node, Value, Variable, copy_node
 from .ir.verify import verify
 
 
@@ -203,17 +203,7 @@ def _copy_node(src: Graph, node: Node, graph: Graph, mapping: dict[Value, Value]
             raise GraphError(f"two persistent tensors of the model are named '{var_name}'")
         graph.variables[var_name] = Variable(var_name, var.initial, var.trainable)
         names = [var_name]
-    attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
-    copy = Node(
-        node.op,
-        [None if v is None else mapping[v] for v in node.inputs],
-        [o.type for o in node.outputs],
-        attrs,
-        name=node.name,
-        output_names=names,
-    )
-    graph.append(copy)
-    mapping.update(zip(node.outputs, copy.outputs, strict=True))
+    graph.append(copy_node(node, mapping, names))
 
 
 def _needed_nodes(src: Graph, roots: list[Value]) -> set[Node]:

@@ -282,16 +282,24 @@ def clone_graph(graph: Graph, name: str | None = None) -> Graph:
     for var in graph.variables.values():
         new.variables[var.name] = Variable(var.name, var.initial, var.trainable)
     for node in graph.nodes:
-        attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
-        copy = Node(
-            node.op,
-            [None if i is None else mapping[i] for i in node.inputs],
-            [o.type for o in node.outputs],
-            attrs,
-            name=node.name,
-            output_names=[o.name for o in node.outputs],
-        )
-        new.append(copy)
-        mapping.update(zip(node.outputs, copy.outputs, strict=True))
+        new.append(copy_node(node, mapping))
     new.outputs = [mapping[o] for o in graph.outputs]
     return new
+
+
+def copy_node(
+    node: Node, mapping: dict[Value, Value], output_names: Sequence[str] | None = None
+) -> Node:
+    """A detached copy of ``node`` reading ``mapping[input]``, subgraphs cloned; ``mapping``
+    learns the copy's outputs."""
+    attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
+    copy = Node(
+        node.op,
+        [None if v is None else mapping[v] for v in node.inputs],
+        [o.type for o in node.outputs],
+        attrs,
+        name=node.name,
+        output_names=[o.name for o in node.outputs] if output_names is None else output_names,
+    )
+    mapping.update(zip(node.outputs, copy.outputs, strict=True))
+    return copy

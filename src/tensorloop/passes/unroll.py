@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.control_flow import LoopLayout, Sliced, Stacked, normalize_axis
-from ..ir.graph import Graph, Node, Value, clone_graph
+from ..ir.graph import Graph, Node, Value, copy_node
 from ..ir.opdef import infer_types
 from ..tensor.types import TensorType
 from .base import Pass, PassResult
@@ -159,17 +159,7 @@ def _inline(graph: Graph, body: Graph, args: list[Value | None], anchor: Node) -
         assert a is not None
         mapping[p] = a
     for node in body.nodes:
-        attrs = {k: clone_graph(a) if isinstance(a, Graph) else a for k, a in node.attrs.items()}
-        copy = Node(
-            node.op,
-            [None if v is None else mapping[v] for v in node.inputs],
-            [o.type for o in node.outputs],
-            attrs,
-            name=node.name,
-            output_names=[o.name for o in node.outputs],
-        )
-        graph.insert_before(anchor, copy)
-        mapping.update(zip(node.outputs, copy.outputs, strict=True))
+        graph.insert_before(anchor, copy_node(node, mapping))
     return [mapping[o] for o in body.outputs]
 
 
