@@ -477,3 +477,30 @@ def test_named_body_tensor_can_be_traced() -> None:
         c_ += c2_
     assert res["c"] == c_
     assert [(e.iteration, float(e.value)) for e in res.trace["y_inner"]] == want
+
+
+def test_lossy_python_scalars_and_list_inputs_are_rejected() -> None:
+    n = tl.placeholder("int64", (3,), name="n")
+    with pytest.raises(tl.GraphError, match=r"2\.5 does not fit element type i64"):
+        _ = n * 2.5
+    doubled = tl.Model({"d": n * 2.0})  # integral floats are exact, so they are fine
+    np.testing.assert_array_equal(doubled.run([[1, 2, 3]])["d"], [2, 4, 6])
+    with pytest.raises(tl.InputError, match=r"input 'n': expected i64\[3\], got non-integral"):
+        doubled.run([[1.5, 2, 3]])
+
+
+def test_output_named_like_an_input_is_a_clear_error() -> None:
+    x = tl.placeholder("float32", (2,), name="x")
+    with pytest.raises(tl.GraphError, match="output name 'x' is already the name of an input"):
+        tl.Model({"x": x + 1.0})
+
+
+def test_scan_rejects_xs_of_different_lengths_and_names_its_loops() -> None:
+    a = tl.placeholder("float32", (3, 2), name="a")
+    b = tl.placeholder("float32", (4, 2), name="b")
+    with pytest.raises(tl.GraphError, match=r"different lengths \[3, 4\] on axis 0"):
+        tl.scan(lambda c, x: (c, x[0] + x[1]), tl.constant(np.zeros(2, np.float32)), (a, b))
+    runaway = tl.while_loop(lambda v: v > -1.0, lambda v: v + 1.0, tl.constant(np.float32(0)))
+    model = tl.Model({"v": runaway}, max_iterations=5)
+    with pytest.raises(tl.LoopLimitError, match=r"Loop 'while[^']*': still running after 5"):
+        model.run({})

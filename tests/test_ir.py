@@ -38,7 +38,7 @@ def test_use_lists_follow_rewiring() -> None:
 
 def test_erase_refuses_a_used_node() -> None:
     g, neg, _ = _chain()
-    with pytest.raises(tl.GraphError, match="cannot erase Neg 'neg': %.* is used by Abs 'abs'"):
+    with pytest.raises(tl.GraphError, match=r"cannot erase Neg 'neg': %.* is used by Abs 'abs'"):
         g.erase(neg)
 
 

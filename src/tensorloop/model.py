@@ -179,6 +179,8 @@ def _extract(
         v = mapping[t.value]
         if v.name != key:
             if key in graph._names or v in results or v.is_parameter:
+                if any(p.name == key for p in graph.inputs):
+                    raise GraphError(f"output name '{key}' is already the name of an input")
                 v = graph.add_node("Identity", [v], output_names=[key]).output
                 if v.name != key:
                     raise GraphError(f"output name '{key}' is used twice")

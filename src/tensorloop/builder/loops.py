@@ -12,7 +12,16 @@ from ..ir.control_flow import CONDITION_TYPE, ITERATION_TYPE, Sliced, Stacked
 from ..ir.graph import Graph, Value
 from ..tensor.types import TensorType, Type
 from .pytree import PyTree, flatten, unflatten
-from .tracing import Frame, Tensor, TraceBody, as_tensor, constant, emit, emit_node
+from .tracing import (
+    Frame,
+    Tensor,
+    TraceBody,
+    as_tensor,
+    constant,
+    current_frame,
+    emit,
+    emit_node,
+)
 
 _MAX_WIDENINGS = 4
 
@@ -116,6 +125,18 @@ def scan(
                 f"tl.scan: length={length} but xs leaf #{j} has {t.shape[a]} elements on axis {a}"
             )
         slice_ports.append((f"x{j}", TensorType(t.dtype, t.shape[:a] + t.shape[a + 1 :])))
+    lengths = {
+        d
+        for src in sources
+        if (shape := src.value.tensor_type.shape) is not None
+        for d in [shape[axis % len(shape)]]
+        if isinstance(d, int)
+    }
+    if len(lengths) > 1:
+        raise GraphError(
+            f"tl.scan: xs leaves have different lengths {sorted(lengths)} on axis {axis}; "
+            "they must all be scanned together"
+        )
     y_tree: list[Any] = []
 
     def body_fn(params: list[Tensor]) -> list[Any]:
@@ -264,4 +285,6 @@ def _emit_loop(
 ) -> list[Tensor]:
     invariants = [Tensor(v) for v in body.captured]
     attrs = {"body": body.graph, "num_carried": len(carried), "sliced": sliced, "stacked": stacked}
-    return emit_node("Loop", [trip, first, *carried, *sources, *invariants], attrs)
+    # Named after its body ("scan_body" -> "scan", made unique) so errors say which loop it is.
+    name = current_frame().graph.unique_name(body.graph.name.removesuffix("_body"))
+    return emit_node("Loop", [trip, first, *carried, *sources, *invariants], attrs, name=name)

@@ -198,11 +198,16 @@ def as_tensor(x: TensorLike, like: DType | None = None) -> Tensor:
     """A Tensor for ``x``; Python numbers take the element type ``like`` when given."""
     if isinstance(x, Tensor):
         return x
-    return (
-        constant(x, dtype=like)
-        if like is not None and not isinstance(x, np.ndarray)
-        else constant(x)
-    )
+    if like is None or isinstance(x, np.ndarray):
+        return constant(x)
+    raw = np.asarray(x)
+    converted = raw.astype(like.numpy)
+    if raw.dtype.kind in "fc" and not like.is_float and not np.array_equal(raw, converted):
+        raise GraphError(
+            f"the Python value {x!r} does not fit element type {like} without loss; "
+            f"cast the tensor first"
+        )
+    return constant(converted)
 
 
 def constant(value: Any, dtype: DTypeLike | None = None, name: str = "") -> Tensor:

@@ -167,11 +167,16 @@ def _coerce(name: str, expected: Type, value: Any, prefix: str) -> Any:
             )
     else:
         try:
-            arr = np.asarray(value, dtype=expected.dtype.numpy)
+            raw = np.asarray(value)
+            arr = raw.astype(expected.dtype.numpy)
         except (TypeError, ValueError) as exc:
             raise InputError(
                 f"{prefix}input '{name}': cannot convert to {expected}: {exc}"
             ) from None
+        if raw.dtype.kind in "fc" and not expected.dtype.is_float and not np.array_equal(raw, arr):
+            raise InputError(
+                f"{prefix}input '{name}': expected {expected}, got non-integral values {value!r}"
+            )
     if not expected.accepts(arr):
         raise InputError(
             f"{prefix}input '{name}': expected {expected}, got {arr.dtype.name}{list(arr.shape)}"
