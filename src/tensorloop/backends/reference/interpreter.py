@@ -110,14 +110,15 @@ class Interpreter:
 
 
 def _conform(node: Node, index: int, result: Any) -> Any:
-    """Kernels may return NumPy scalars or views; the IR promises arrays of the typed dtype."""
+    """Kernels may return NumPy scalars or views; the IR promises arrays of the typed type."""
     t = node.outputs[index].type
     if isinstance(t, TensorType):
         arr = np.asarray(result)
-        if arr.dtype != t.dtype.numpy:
+        if not t.accepts(arr):
+            # A type rule and its kernel disagree: a bug in tensorloop, or a hand-typed graph.
             raise ExecutionError(
-                f"{node.describe()} output #{index}: kernel produced {arr.dtype}, "
-                f"type says {t.dtype}"
+                f"{node.describe()} output #{index} %{node.outputs[index].name}: kernel "
+                f"produced {arr.dtype.name}{list(arr.shape)}, its type says {t}"
             )
         return arr
     return result
