@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,8 @@ Saver = Callable[..., None]
 
 _LOADERS: dict[str, Loader] = {}
 _SAVERS: dict[str, Saver] = {}
-_PLANNED = {".onnx": "ONNX (issue #4)", ".xml": "OpenVINO IR (issue #3)"}
+_PLANNED = {".onnx": "ONNX (issue #4)"}
+_FRONTENDS = ("tensorloop.frontends.openvino",)
 
 
 def loader(*suffixes: str) -> Callable[[Loader], Loader]:
@@ -37,6 +39,8 @@ def saver(*suffixes: str) -> Callable[[Saver], Saver]:
 
 
 def _suffix(path: str | os.PathLike[str], table: dict[str, Any], verb: str) -> str:
+    for module in _FRONTENDS:  # imported on first use: they register their suffixes
+        importlib.import_module(module)
     suffix = Path(path).suffix.lower()
     if suffix in table:
         return suffix

@@ -1,0 +1,229 @@
+"""Parse OpenVINO IR XML (v10, v11) safely with defusedxml, and read weights from the .bin."""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import defusedxml
+import defusedxml.ElementTree as SafeET
+import numpy as np
+
+from ...errors import FormatError
+from ...tensor.dtypes import DType
+from ...tensor.types import UNKNOWN, Dim
+from .ir import Edge, Layer, Net, Port, PortMapEntry
+
+ELEMENT_TYPES: dict[str, DType] = {
+    "boolean": DType.bool, "bool": DType.bool,
+    "i8": DType.int8, "i16": DType.int16, "i32": DType.int32, "i64": DType.int64,
+    "u8": DType.uint8, "u16": DType.uint16, "u32": DType.uint32, "u64": DType.uint64,
+    "f16": DType.float16, "bf16": DType.bfloat16, "f32": DType.float32, "f64": DType.float64,
+}  # fmt: skip
+PRECISIONS: dict[str, DType] = {
+    "BOOL": DType.bool, "BOOLEAN": DType.bool,
+    "I8": DType.int8, "I16": DType.int16, "I32": DType.int32, "I64": DType.int64,
+    "U8": DType.uint8, "U16": DType.uint16, "U32": DType.uint32, "U64": DType.uint64,
+    "FP16": DType.float16, "BF16": DType.bfloat16, "FP32": DType.float32, "FP64": DType.float64,
+}  # fmt: skip
+SUPPORTED_VERSIONS = (10, 11)
+
+
+def parse_dim(text: str, where: str) -> Dim:
+    """An IR dim: an int, ``-1`` or ``?`` (dynamic), or an interval ``a..b`` (dynamic)."""
+    text = text.strip()
+    if text in ("-1", "?", "") or ".." in text:
+        return UNKNOWN
+    try:
+        value = int(text)
+    except ValueError:
+        raise FormatError(f"{where}: bad dimension {text!r}") from None
+    if value < 0:
+        raise FormatError(f"{where}: bad dimension {value}")
+    return value
+
+
+def parse_shape(text: str, where: str) -> tuple[Dim, ...] | None:
+    """A ``shape=`` attribute: comma-separated dims, ``""`` for a scalar, ``...`` for any rank."""
+    text = text.strip()
+    if text.startswith("["):
+        text = text.strip("[]")
+    if text == "...":
+        return None
+    if text == "":
+        return ()
+    return tuple(parse_dim(d, where) for d in text.split(","))
+
+
+def split_names(text: str) -> tuple[str, ...]:
+    """Tensor names of a port: comma-separated, with ``\\,`` escaping a comma inside a name."""
+    parts = re.split(r"(?<!\\),", text)
+    return tuple(p.replace("\\,", ",").strip() for p in parts if p.strip())
+
+
+def read_xml(xml_path: str | os.PathLike[str]) -> Net:
+    where = str(xml_path)
+    try:
+        data = Path(xml_path).read_bytes()
+    except OSError as exc:
+        raise FormatError(f"{where}: cannot read: {exc.strerror}") from None
+    try:
+        root = SafeET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except defusedxml.DefusedXmlException as exc:
+        raise FormatError(f"{where}: refused unsafe XML ({type(exc).__name__}): {exc}") from None
+    except ET.ParseError as exc:
+        raise FormatError(f"{where}: malformed XML: {exc}") from None
+    if root.tag != "net":
+        raise FormatError(f"{where}: root element is <{root.tag}>, expected <net>")
+    version_text = root.get("version", "")
+    if not version_text.isdigit() or int(version_text) not in SUPPORTED_VERSIONS:
+        raise FormatError(
+            f"{where}: IR version {version_text or '(missing)'} is not supported; "
+            f"tensorloop reads versions {', '.join(map(str, SUPPORTED_VERSIONS))}"
+        )
+    return _read_net(root, root.get("name", "model"), int(version_text), where)
+
+
+def _read_net(element: Any, name: str, version: int, where: str) -> Net:
+    layers_el = element.find("layers")
+    if layers_el is None:
+        raise FormatError(f"{where}: <{element.tag}> '{name}' has no <layers> section")
+    layers: dict[str, Layer] = {}
+    for layer_el in layers_el.findall("layer"):
+        layer = _read_layer(layer_el, version, where)
+        if layer.id in layers:
+            raise FormatError(f"{where}: two layers have id {layer.id}")
+        layers[layer.id] = layer
+    edges: list[Edge] = []
+    edges_el = element.find("edges")
+    for edge_el in [] if edges_el is None else edges_el.findall("edge"):
+        try:
+            edges.append(
+                Edge(
+                    edge_el.attrib["from-layer"],
+                    int(edge_el.attrib["from-port"]),
+                    edge_el.attrib["to-layer"],
+                    int(edge_el.attrib["to-port"]),
+                )
+            )
+        except (KeyError, ValueError) as exc:
+            raise FormatError(f"{where}: malformed <edge {edge_el.attrib}>: {exc}") from None
+    return Net(name, version, layers, edges)
+
+
+def _read_ports(section: Any, where: str) -> list[Port]:
+    ports: list[Port] = []
+    for port_el in [] if section is None else section.findall("port"):
+        pid = port_el.get("id", "")
+        if not pid.lstrip("-").isdigit():
+            raise FormatError(f"{where}: port id {pid!r} is not an integer")
+        dims = tuple(parse_dim(d.text or "", f"{where} port {pid}") for d in port_el.findall("dim"))
+        rank_dynamic = port_el.find("rank") is not None  # unusual, but means unknown rank
+        ports.append(
+            Port(
+                int(pid),
+                port_el.get("precision", ""),
+                None if rank_dynamic else dims,
+                split_names(port_el.get("names", "")),
+            )
+        )
+    return ports
+
+
+def _int_or_none(value: str | None, where: str, key: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise FormatError(f"{where}: attribute '{key}' is {value!r}, expected an integer") from None
+
+
+def _read_layer(el: Any, version: int, where: str) -> Layer:
+    lid, name, ltype = el.get("id"), el.get("name", ""), el.get("type")
+    if lid is None or ltype is None:
+        raise FormatError(f"{where}: a <layer> lacks its id or type: {dict(el.attrib)}")
+    here = f"{where}: layer {lid} '{name}' ({ltype})"
+    data_el = el.find("data")
+    layer = Layer(
+        id=lid,
+        name=name,
+        type=ltype,
+        version=el.get("version", ""),
+        data=dict(data_el.attrib) if data_el is not None else {},
+        inputs=_read_ports(el.find("input"), here),
+        outputs=_read_ports(el.find("output"), here),
+    )
+    body_el = el.find("body")
+    if body_el is not None:
+        layer.body = _read_net(body_el, f"{name}/body", version, where)
+    pm = el.find("port_map")
+    if pm is not None:
+        for kind, target in (("input", layer.input_map), ("output", layer.output_map)):
+            for entry in pm.findall(kind):
+                a = entry.attrib
+                try:
+                    target.append(
+                        PortMapEntry(
+                            external_port_id=int(a["external_port_id"]),
+                            internal_layer_id=a["internal_layer_id"],
+                            axis=_int_or_none(a.get("axis"), here, "axis"),
+                            start=_int_or_none(a.get("start"), here, "start"),
+                            end=_int_or_none(a.get("end"), here, "end"),
+                            stride=_int_or_none(a.get("stride"), here, "stride"),
+                            part_size=_int_or_none(a.get("part_size"), here, "part_size"),
+                            purpose=a.get("purpose"),
+                        )
+                    )
+                except (KeyError, ValueError) as exc:
+                    raise FormatError(f"{here}: malformed port_map {kind} {a}: {exc}") from None
+    be = el.find("back_edges")
+    if be is not None:
+        for edge in be.findall("edge"):
+            if "from-layer" not in edge.attrib or "to-layer" not in edge.attrib:
+                raise FormatError(f"{here}: malformed back edge {dict(edge.attrib)}")
+            layer.back_edges.append((edge.attrib["from-layer"], edge.attrib["to-layer"]))
+    return layer
+
+
+class Weights:
+    """The .bin file, memory-mapped; every read is bounds- and size-checked."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = None if path is None else str(path)
+        self._data: np.ndarray[Any, Any] | None = None
+        if path is not None and Path(path).is_file() and Path(path).stat().st_size > 0:
+            self._data = np.memmap(path, dtype=np.uint8, mode="r")
+
+    @property
+    def size(self) -> int:
+        return 0 if self._data is None else int(self._data.size)
+
+    def read(
+        self, offset: int, size: int, dtype: DType, shape: tuple[int, ...], where: str
+    ) -> np.ndarray[Any, Any]:
+        if size > 0 and self._data is None:
+            raise FormatError(
+                f"{where}: needs weights, but the .bin file "
+                f"{self.path or '(none)'} is missing or empty"
+            )
+        count = int(np.prod(shape, dtype=np.int64))
+        expected = count * dtype.itemsize
+        if size != expected:
+            raise FormatError(
+                f"{where}: size={size} bytes does not match shape {list(shape)} x "
+                f"{dtype} ({dtype.itemsize} bytes) = {expected} bytes"
+            )
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise FormatError(
+                f"{where}: offset={offset} size={size} reaches byte {offset + size}, beyond the "
+                f"end of {self.path} ({self.size} bytes)"
+            )
+        if size == 0:
+            return np.zeros(shape, dtype.numpy)
+        assert self._data is not None
+        raw = np.array(self._data[offset : offset + size])  # copy out of the map
+        return raw.view(dtype.numpy).reshape(shape)
