@@ -1,1 +1,336 @@
-"""Placeholder: filled in by its owner."""
+"""TensorIterator-1 and Loop-5 lowered to the canonical Loop, exactly per their specs.
+
+Sliced inputs keep their axis in OpenVINO (a part of ``part_size`` elements), so the source is
+first split along that axis into ``(n, part_size)`` and the canonical loop slices the ``n`` axis;
+the body then sees ``part_size`` on the original axis, as the spec says. Concatenated outputs are
+stacked on a new axis and merged back. Sub-ranges (``start``/``end``) and strides other than
+``±part_size`` become a Gather of the chosen parts before the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...ir.control_flow import ITERATION_TYPE, Sliced, Stacked
+from ...ir.emit import Emitter
+from ...ir.graph import Graph, Value
+from ...tensor.dtypes import DType
+from .convert import LayerContext, Source, converter
+from .ir import Layer, PortMapEntry
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass
+class _Body:
+    graph: Graph
+    params: dict[str, Value]
+    results: dict[str, Value]
+
+
+def _convert_body(ctx: LayerContext) -> _Body:
+    from .convert import convert_net
+
+    layer = ctx.layer
+    if layer.body is None:
+        raise ctx.error("has no <body>")
+    scope = f"{layer.describe()} body"
+    if ctx.source.scope:
+        scope = f"{scope} in {ctx.source.scope}"
+    inner = Source(ctx.source.path, ctx.source.weights, scope)
+    graph, params, results = convert_net(layer.body, inner, f"{layer.name or layer.type}_body")
+    return _Body(graph, params, results)
+
+
+def _external_input(ctx: LayerContext, entry: PortMapEntry) -> Value:
+    for index, port in enumerate(ctx.layer.inputs):
+        if port.id == entry.external_port_id:
+            return ctx.input(index)
+    raise ctx.error(f"port_map input external_port_id={entry.external_port_id} names no input port")
+
+
+def _output_index(ctx: LayerContext, entry: PortMapEntry) -> int:
+    for index, port in enumerate(ctx.layer.outputs):
+        if port.id == entry.external_port_id:
+            return index
+    raise ctx.error(
+        f"port_map output external_port_id={entry.external_port_id} names no output port"
+    )
+
+
+def _norm_axis(ctx: LayerContext, axis: int, rank: int | None, what: str) -> int:
+    if rank is None:
+        if axis < 0:
+            raise ctx.error(f"{what}: negative axis {axis} needs a known rank")
+        return axis
+    if not -rank <= axis < rank:
+        raise ctx.error(f"{what}: axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _split_parts(
+    ctx: LayerContext, em: Emitter, source: Value, entry: PortMapEntry, axis: int
+) -> tuple[Value, bool]:
+    """The source reshaped to ``[..., n, part, ...]``; True if the parts run in reverse."""
+    t = source.tensor_type
+    assert t.shape is not None
+    part = entry.part_size if entry.part_size is not None else 1
+    stride = entry.stride if entry.stride is not None else 1
+    if part < 1 or stride == 0:
+        raise ctx.error(
+            f"port_map input {entry.external_port_id}: part_size={part} and "
+            f"stride={stride} must be >= 1 and non-zero"
+        )
+    default_start, default_end = (0, -1) if stride > 0 else (-1, 0)
+    start = default_start if entry.start is None else entry.start
+    end = default_end if entry.end is None else entry.end
+    if (start, end) == (default_start, default_end) and abs(stride) == part:
+        # Whole axis in consecutive parts: a reshape, no copy of the selection needed.
+        if part == 1:
+            return em.op("Unsqueeze", [source, em.ints([axis + 1])]), stride < 0
+        shape = [0] * axis + [-1, part] + [0] * (len(t.shape) - axis - 1)
+        return em.op("Reshape", [source, em.ints(shape)]), stride < 0
+    length = t.shape[axis]
+    if not isinstance(length, int):
+        raise ctx.error(
+            f"port_map input {entry.external_port_id}: start={start}, end={end}, "
+            f"stride={stride} need a static length on axis {axis}, got {t}"
+        )
+    first = start + length if start < 0 else start
+    last = end + length if end < 0 else end  # end is inclusive in TensorIterator
+    if stride > 0:
+        lows = list(range(first, last - part + 2, stride))
+    else:
+        lows = [hi - part + 1 for hi in range(first, last + part - 2, stride)]
+    if any(lo < 0 or lo + part > length for lo in lows):
+        raise ctx.error(
+            f"port_map input {entry.external_port_id}: start={start}, end={end} "
+            f"select parts outside axis {axis} of length {length}"
+        )
+    index = np.asarray([[lo + k for k in range(part)] for lo in lows], np.int64).reshape(-1, part)
+    return em.op("Gather", [source, em.const(index)], {"axis": axis}), False
+
+
+def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
+    layer: Layer = ctx.layer
+    em = ctx.em
+    body = _convert_body(ctx)
+    g = body.graph
+    back = dict((to, frm) for frm, to in layer.back_edges)  # Parameter id -> Result id
+    for frm, to in layer.back_edges:
+        if frm not in body.results or to not in body.params:
+            raise ctx.error(
+                f"back edge from-layer={frm} to-layer={to} must join a Result to a "
+                "Parameter of this layer's body"
+            )
+    purposes = {e.purpose for e in (*layer.input_map, *layer.output_map) if e.purpose}
+    iteration_param = next(
+        (e.internal_layer_id for e in layer.input_map if e.purpose == "current_iteration"), None
+    )
+    condition_result = next(
+        (e.internal_layer_id for e in layer.output_map if e.purpose == "execution_condition"), None
+    )
+    if not is_loop and purposes:
+        raise ctx.error(f"port_map purposes {sorted(purposes)} belong to Loop, not TensorIterator")
+    for lid in filter(None, (iteration_param,)):
+        if lid not in body.params:
+            raise ctx.error(f"current_iteration names layer {lid}, not a body Parameter")
+    if condition_result is not None and condition_result not in body.results:
+        raise ctx.error(f"execution_condition names layer {condition_result}, not a body Result")
+
+    carried: list[tuple[Value, Value, Value]] = []  # (init, param, next)
+    sliced: list[tuple[Value, Value, bool, int]] = []  # (prepared source, param, reverse, axis)
+    invariants: list[tuple[Value, Value]] = []
+    mapped: set[str] = set()
+    for entry in layer.input_map:
+        if entry.purpose == "current_iteration":
+            mapped.add(entry.internal_layer_id)
+            continue
+        param = body.params.get(entry.internal_layer_id)
+        if param is None:
+            raise ctx.error(
+                f"port_map input names internal_layer_id={entry.internal_layer_id}, "
+                "not a Parameter of the body"
+            )
+        if entry.internal_layer_id in mapped:
+            raise ctx.error(f"body Parameter {entry.internal_layer_id} is fed twice by port_map")
+        mapped.add(entry.internal_layer_id)
+        outer = _external_input(ctx, entry)
+        if entry.axis is not None:
+            rank = outer.tensor_type.rank
+            if rank is None:
+                raise ctx.error(f"sliced input {entry.external_port_id} needs a known rank")
+            axis = _norm_axis(ctx, entry.axis, rank, f"port_map input {entry.external_port_id}")
+            if not is_loop or any(
+                x is not None for x in (entry.start, entry.end, entry.stride, entry.part_size)
+            ):
+                prepared, reverse = _split_parts(ctx, em, outer, entry, axis)
+            else:
+                prepared, reverse = em.op("Unsqueeze", [outer, em.ints([axis + 1])]), False
+            sliced.append((prepared, param, reverse, axis))
+        elif entry.internal_layer_id in back:
+            carried.append((outer, param, body.results[back[entry.internal_layer_id]]))
+        else:
+            invariants.append((outer, param))
+    loose = [lid for lid in body.params if lid not in mapped]
+    if loose:
+        raise ctx.error(f"body Parameter(s) {', '.join(loose)} are fed by no port_map input")
+    for to in back:
+        if to not in mapped:
+            raise ctx.error(f"back edge target {to} has no initial value in the port_map")
+
+    # Outputs: last values of carried results are the carried finals; other last values ride
+    # along as extra carried values; concatenated ones are stacked.
+    body_em = Emitter(g)
+    outputs: list[tuple[str, Any]] = []  # per output port: ("carried", j) | ("stacked", j, ...)
+    stacked: list[tuple[Value, Stacked, int, int]] = []  # (result, Stacked, axis, part)
+    extra: list[tuple[Value, Value, Value]] = []
+    carried_results = {id(nxt): j for j, (_, _, nxt) in enumerate(carried)}
+    out_entries = sorted(
+        (e for e in layer.output_map if e.purpose != "execution_condition"),
+        key=lambda e: _output_index(ctx, e),
+    )
+    for entry in out_entries:
+        result = body.results.get(entry.internal_layer_id)
+        if result is None:
+            raise ctx.error(
+                f"port_map output names internal_layer_id={entry.internal_layer_id}, "
+                "not a Result of the body"
+            )
+        if entry.axis is not None:
+            rank = result.tensor_type.rank
+            axis = _norm_axis(ctx, entry.axis, rank, f"port_map output {entry.external_port_id}")
+            part = 1 if rank is None else result.tensor_type.shape[axis]  # type: ignore[index]
+            reverse = (entry.stride or 1) < 0
+            stacked.append(
+                (result, Stacked(axis, reverse), axis, part if isinstance(part, int) else -1)
+            )
+            outputs.append(("stacked", len(stacked) - 1))
+        elif id(result) in carried_results:
+            outputs.append(("carried", carried_results[id(result)]))
+        else:
+            rt = result.tensor_type
+            if not rt.is_static:
+                raise ctx.error(
+                    f"last-value output {entry.external_port_id} of a non-carried "
+                    f"Result needs a static shape, got {rt}"
+                )
+            init = em.const(np.zeros(rt.static_shape, rt.dtype.numpy))
+            param = g.add_input(f"{result.name}_last", rt)
+            extra.append((init, param, result))
+            outputs.append(("carried", len(carried) + len(extra) - 1))
+    all_carried = [*carried, *extra]
+
+    # Control: trip count and condition (Loop-5), or the sliced length alone (TensorIterator).
+    trip: Value | None = None
+    first: Value | None = None
+    if is_loop:
+        trip = _trip_count(ctx, em)
+        first = _scalar_bool(em, ctx.input(1)) if ctx.num_inputs() > 1 else None
+        if (
+            first is not None
+            and first.producer is not None
+            and first.producer.op == "Constant"
+            and bool(first.producer.attrs["value"])
+        ):
+            first = None
+    elif not sliced:
+        trip = em.ints(1)  # TensorIterator without sliced inputs runs its body once
+    cond = (
+        _scalar_bool(body_em, body.results[condition_result])
+        if condition_result
+        else body_em.const(np.bool_(True))
+    )
+
+    # The canonical body: (iteration, *carried, *slices, *invariants).
+    if iteration_param is not None:
+        old = body.params[iteration_param]
+        iteration = g.add_input("iteration", ITERATION_TYPE)
+        head = Emitter(g, anchor=g.nodes[0] if g.nodes else None)
+        cast = head.op("Cast", [iteration], {"to": old.tensor_type.dtype})
+        if old.tensor_type.rank not in (0, None):
+            cast = head.op("Reshape", [cast, head.ints(old.tensor_type.shape or [1])])  # type: ignore[arg-type]
+        old.replace_all_uses_with(cast)
+    else:
+        iteration = g.add_input("iteration", ITERATION_TYPE)
+    g.inputs = [
+        iteration,
+        *(p for _, p, _ in all_carried),
+        *(p for _, p, _, _ in sliced),
+        *(p for _, p in invariants),
+    ]
+    g.set_outputs([cond, *(n for _, _, n in all_carried), *(r for r, _, _, _ in stacked)])
+
+    node_outs = em.ops(
+        "Loop",
+        [
+            trip,
+            first,
+            *(i for i, _, _ in all_carried),
+            *(s for s, _, _, _ in sliced),
+            *(v for v, _ in invariants),
+        ],
+        {
+            "body": g,
+            "num_carried": len(all_carried),
+            "sliced": tuple(Sliced(a, r) for _, _, r, a in sliced),
+            "stacked": tuple(st for _, st, _, _ in stacked),
+        },
+    )
+    finals = node_outs[: len(all_carried)]
+    stacks = node_outs[len(all_carried) :]
+    results: list[Value] = []
+    for kind, j in outputs:
+        if kind == "carried":
+            results.append(finals[j])
+            continue
+        value, _, axis, _ = stacked[j]
+        rank = value.tensor_type.rank
+        assert rank is not None
+        # [..., n, part, ...] -> [..., n * part, ...]: the concatenation along the axis.
+        shape = [0] * axis + [-1] + [0] * (rank - axis - 1)
+        results.append(em.op("Reshape", [stacks[j], em.ints(shape)]))
+    return results
+
+
+def _scalar_bool(em: Emitter, value: Value) -> Value:
+    t = value.tensor_type
+    if t.dtype != DType.bool:
+        value = em.op("Cast", [value], {"to": DType.bool})
+    if t.rank != 0:
+        value = em.op("Reshape", [value, em.ints([])])
+    return value
+
+
+def _trip_count(ctx: LayerContext, em: Emitter) -> Value | None:
+    """Loop-5's trip count as int64, or None: a negative count (the constant -1) means no bound."""
+    value = ctx.input(0)
+    data = ctx.const(0)
+    if data is not None:
+        if data.size != 1:
+            raise ctx.error(f"trip count must hold one element, got shape {list(data.shape)}")
+        count = int(data.reshape(()))
+        return None if count < 0 else em.const(np.int64(count))
+    t = value.tensor_type
+    if not t.dtype.is_int:
+        raise ctx.error(f"trip count must be an integer tensor, got {t}")
+    if t.rank != 0:
+        value = em.op("Reshape", [value, em.ints([])])
+    if t.dtype != DType.int64:
+        value = em.op("Cast", [value], {"to": DType.int64})
+    negative = em.op("Less", [value, em.const(np.int64(0))])
+    return em.op("Where", [negative, em.const(np.int64(INT64_MAX)), value])
+
+
+@converter("TensorIterator")
+def _tensor_iterator(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return _lower(ctx, is_loop=False)
+
+
+@converter("Loop")
+def _loop(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return _lower(ctx, is_loop=True)
+
