@@ -203,13 +203,22 @@ def convert_net(
             )
         for port, value in zip(layer.outputs, outs, strict=True):
             declared = ctx.port_type(port)
-            if isinstance(value.type, TensorType) and not declared.compatible(value.type):
+            # Loop layers are exempt: OpenVINO's own shape inference miscounts some spec-valid
+            # port maps (|stride| > part_size), and tensorloop follows the spec.
+            # A port with no <dim> is a scalar or of unknown rank: the IR cannot tell them apart.
+            exempt = layer.type in ("TensorIterator", "Loop") or port.dims == ()
+            if (
+                isinstance(value.type, TensorType)
+                and not exempt
+                and not declared.compatible(value.type)
+            ):
                 raise ctx.error(
                     f"output port {port.id} is declared {declared}, but computes {value.type}"
                 )
             _name_value(graph, value, port, layer)
             produced[(layer.id, port.id)] = value
-    graph.set_outputs(results.values())
+    # Outputs in the file's Result order, as OpenVINO orders a model's outputs.
+    graph.set_outputs([results[lid] for lid in net.layers if lid in results])
     return graph, params, results
 
 

@@ -87,13 +87,16 @@ def _split_parts(
     default_start, default_end = (0, -1) if stride > 0 else (-1, 0)
     start = default_start if entry.start is None else entry.start
     end = default_end if entry.end is None else entry.end
-    if (start, end) == (default_start, default_end) and abs(stride) == part:
-        # Whole axis in consecutive parts: a reshape, no copy of the selection needed.
+    # Parts start ``step`` elements apart: consecutive for |stride| <= part_size (as OpenVINO's
+    # shape inference counts them), every |stride|-th element beyond (the spec's "step").
+    step = max(abs(stride), part)
+    length = t.shape[axis]
+    whole = (start, end) == (default_start, default_end) and step == part
+    if whole and (part == 1 or (isinstance(length, int) and length % part == 0)):
+        # The whole axis in consecutive parts: a reshape, no copy of the selection needed.
         if part == 1:
             return em.op("Unsqueeze", [source, em.ints([axis + 1])]), stride < 0
-        shape = [0] * axis + [-1, part] + [0] * (len(t.shape) - axis - 1)
-        return em.op("Reshape", [source, em.ints(shape)]), stride < 0
-    length = t.shape[axis]
+        return _reshape_around(em, source, axis, [-1, part], 1), stride < 0
     if not isinstance(length, int):
         raise ctx.error(
             f"port_map input {entry.external_port_id}: start={start}, end={end}, "
@@ -102,9 +105,9 @@ def _split_parts(
     first = start + length if start < 0 else start
     last = end + length if end < 0 else end  # end is inclusive in TensorIterator
     if stride > 0:
-        lows = list(range(first, last - part + 2, stride))
+        lows = list(range(first, last - part + 2, step))
     else:
-        lows = [hi - part + 1 for hi in range(first, last + part - 2, stride)]
+        lows = [hi - part + 1 for hi in range(first, last + part - 2, -step)]
     if any(lo < 0 or lo + part > length for lo in lows):
         raise ctx.error(
             f"port_map input {entry.external_port_id}: start={start}, end={end} "
@@ -291,9 +294,24 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
         rank = value.tensor_type.rank
         assert rank is not None
         # [..., n, part, ...] -> [..., n * part, ...]: the concatenation along the axis.
-        shape = [0] * axis + [-1] + [0] * (rank - axis - 1)
-        results.append(em.op("Reshape", [stacks[j], em.ints(shape)]))
+        results.append(_reshape_around(em, stacks[j], axis, [-1], 2))
     return results
+
+
+def _reshape_around(em: Emitter, x: Value, axis: int, middle: list[int], width: int) -> Value:
+    """Reshape ``x`` replacing its dims ``axis .. axis+width-1`` by ``middle``, others kept."""
+    shape = x.tensor_type.shape
+    assert shape is not None
+    head, tail = shape[:axis], shape[axis + width :]
+    if all(isinstance(d, int) for d in (*head, *tail)):
+        return em.op("Reshape", [x, em.ints([*head, *middle, *tail])])  # type: ignore[list-item]
+    dims = em.op("Shape", [x])
+    parts = [
+        em.op("Slice", [dims, em.ints([0]), em.ints([axis])]),
+        em.ints(middle),
+        em.op("Slice", [dims, em.ints([axis + width]), em.ints([INT64_MAX])]),
+    ]
+    return em.op("Reshape", [x, em.op("Concat", parts, {"axis": 0})])
 
 
 def _scalar_bool(em: Emitter, value: Value) -> Value:
@@ -333,4 +351,3 @@ def _tensor_iterator(ctx: LayerContext, inputs: list[Value | None]) -> list[Valu
 @converter("Loop")
 def _loop(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     return _lower(ctx, is_loop=True)
-
