@@ -164,3 +164,13 @@ def test_bad_attribute_names_layer_and_attribute(tmp_path: Path) -> None:
         r"'element_type' is 'f33': unsupported element type",
     ):
         tl.load(_write(tmp_path, xml))
+
+
+def test_ir_v10_and_unknown_rt_info(tmp_path: Path) -> None:
+    rt = '<rt_info><attribute name="fused_names" version="0" value="x"/></rt_info>'
+    layers = PARAM.replace("</output></layer>", f"</output>{rt}</layer>") + RESULT.format(id=2)
+    edge = '<edge from-layer="0" from-port="0" to-layer="2" to-port="0"/>'
+    xml = _net(layers, edge, version=10).replace("</net>", f"{rt}</net>")
+    model = tl.load(_write(tmp_path, xml))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(model.run({"x": x})["x"], x)
