@@ -10,7 +10,6 @@ import numpy as np
 from ..errors import GraphError
 from ..tensor.dtypes import DTypeLike, dtype
 from .graph import Graph, Node, Value
-from .opdef import infer_types
 
 
 class Emitter:
@@ -29,20 +28,14 @@ class Emitter:
         name: str = "",
         output_names: Sequence[str] | None = None,
     ) -> list[Value]:
-        attrs = dict(attrs or {})
-        node_name = name or self.prefix
-        node = Node(
+        node = self.graph.add_node(
             op,
             inputs,
-            infer_types(op, inputs, attrs, node_name),
             attrs,
-            name=node_name,
+            name=name or self.prefix,
             output_names=output_names,
+            before=self.anchor,
         )
-        if self.anchor is None:
-            self.graph.append(node)
-        else:
-            self.graph.insert_before(self.anchor, node)
         return node.outputs
 
     def op(

@@ -219,14 +219,16 @@ class Graph:
         name: str = "",
         output_names: Sequence[str] | None = None,
         output_types: Sequence[Type] | None = None,
+        before: Node | None = None,
     ) -> Node:
-        """Append a node, typing its outputs with the op's inference rule unless types are given."""
+        """Add a node at the end (or ``before`` another), typing its outputs with the op's
+        inference rule unless types are given."""
         if output_types is None:
             from .opdef import infer_types
 
             output_types = infer_types(op, inputs, attrs or {}, name=name)
         node = Node(op, inputs, output_types, attrs, name=name, output_names=output_names)
-        return self.append(node)
+        return self.append(node) if before is None else self.insert_before(before, node)
 
     def set_outputs(self, values: Iterable[Value]) -> None:
         self.outputs = list(values)
