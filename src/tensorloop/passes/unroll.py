@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..ir.control_flow import LoopLayout, Sliced, Stacked, normalize_axis
+from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, copy_node
-from ..ir.opdef import infer_types
 from ..tensor.types import TensorType
 from .base import Pass, PassResult
 
@@ -103,19 +103,8 @@ def _unroll(graph: Graph, loop: Node, trips: int) -> None:
     sources = [inputs[i] for i in layout.sliced_inputs()]
     invariants = [inputs[i] for i in layout.invariant_inputs()]
 
-    def add(op: str, ins: list[Value | None], attrs: dict[str, Any] | None = None) -> Value:
-        node = Node(
-            op,
-            ins,
-            infer_types(op, ins, attrs or {}),
-            attrs,
-            name=f"{loop.name}.{op}" if loop.name else "",
-        )
-        graph.insert_before(loop, node)
-        return node.output
-
-    def const(value: Any) -> Value:
-        return add("Constant", [], {"value": np.asarray(value)})
+    em = Emitter(graph, anchor=loop, prefix=loop.name)
+    add, const = em.op, em.const
 
     per_iteration: list[list[Value]] = [[] for _ in stacked]
     for i in range(trips):
