@@ -58,6 +58,24 @@ class LoopLayout:
         s = len(attrs.get("sliced", ()))
         return LoopLayout(k, s, num_inputs - 2 - k - s, len(attrs.get("stacked", ())))
 
+    def mismatch(self, num_inputs: int, body: Graph) -> str | None:
+        """Why inputs and body cannot form this loop, or None if their counts fit."""
+        if self.num_invariant < 0:
+            return (
+                f"{num_inputs} inputs cannot hold the two control inputs, "
+                f"{self.num_carried} carried and {self.num_sliced} sliced values"
+            )
+        params = 1 + self.num_carried + self.num_sliced + self.num_invariant
+        results = 1 + self.num_carried + self.num_stacked
+        if len(body.inputs) == params and len(body.outputs) == results:
+            return None
+        return (
+            f"body has {len(body.inputs)} parameters and {len(body.outputs)} results, expected "
+            f"{params} (iteration, {self.num_carried} carried, {self.num_sliced} sliced, "
+            f"{self.num_invariant} invariant) and {results} (continue_condition, "
+            f"{self.num_carried} carried, {self.num_stacked} stacked)"
+        )
+
     # node inputs: max_trip_count, initial_condition, carried*, sliced*, invariant*
     def carried_inputs(self) -> range:
         return range(2, 2 + self.num_carried)
@@ -129,20 +147,9 @@ def _infer_loop(ctx: InferContext) -> list[Type]:
     """
     body: Graph = ctx.attr("body")
     layout = LoopLayout.from_parts(len(ctx), ctx.attrs)
-    if layout.num_invariant < 0:
-        raise ctx.error(
-            f"{len(ctx)} inputs cannot hold {layout.num_carried} carried values and "
-            f"{layout.num_sliced} sliced sources after the two control inputs"
-        )
-    want_params = 1 + layout.num_carried + layout.num_sliced + layout.num_invariant
-    want_results = 1 + layout.num_carried + layout.num_stacked
-    if len(body.inputs) != want_params or len(body.outputs) != want_results:
-        raise ctx.error(
-            f"body has {len(body.inputs)} parameters and {len(body.outputs)} results, expected "
-            f"{want_params} (iteration, {layout.num_carried} carried, {layout.num_sliced} sliced, "
-            f"{layout.num_invariant} invariant) and {want_results} (continue_condition, "
-            f"{layout.num_carried} carried, {layout.num_stacked} stacked)"
-        )
+    problem = layout.mismatch(len(ctx), body)
+    if problem:
+        raise ctx.error(problem)
     length = _static_trip_count(ctx, layout)
     out: list[Type] = [body.inputs[p].type for p in layout.carried_params()]
     for r, st in zip(layout.per_iteration_results(), ctx.attr("stacked"), strict=True):

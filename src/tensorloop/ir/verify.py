@@ -105,26 +105,14 @@ def _verify_loop(node: Node, where: str, problems: list[str]) -> None:
     layout = LoopLayout.of(node)
     sliced = node.attrs.get("sliced", ())
     stacked = node.attrs.get("stacked", ())
-    if layout.num_invariant < 0:
-        problems.append(
-            f"{where}: {len(node.inputs)} inputs cannot hold the two control inputs, "
-            f"{layout.num_carried} carried and {layout.num_sliced} sliced values"
-        )
-        return
     if not all(isinstance(s, Sliced) for s in sliced) or not all(
         isinstance(s, Stacked) for s in stacked
     ):
         problems.append(f"{where}: 'sliced' must hold Sliced records and 'stacked' Stacked records")
         return
-    want_params = 1 + layout.num_carried + layout.num_sliced + layout.num_invariant
-    want_results = 1 + layout.num_carried + layout.num_stacked
-    if len(body.inputs) != want_params or len(body.outputs) != want_results:
-        problems.append(
-            f"{where}: body has {len(body.inputs)} parameters and {len(body.outputs)} results, "
-            f"expected {want_params} (iteration, {layout.num_carried} carried, "
-            f"{layout.num_sliced} sliced, {layout.num_invariant} invariant) and {want_results} "
-            f"(continue_condition, {layout.num_carried} carried, {layout.num_stacked} stacked)"
-        )
+    problem = layout.mismatch(len(node.inputs), body)
+    if problem:
+        problems.append(f"{where}: {problem}")
         return
     trip, cond = node.inputs[0], node.inputs[1]
     if trip is not None and not (
