@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, Dim, TensorType, Type
-from .graph import Graph, Node
+from .graph import Graph, Node, Value
 from .opdef import AttrSpec, InferContext, op
 
 ITERATION_TYPE = TensorType(DType.int64, ())
@@ -150,7 +151,8 @@ def _infer_loop(ctx: InferContext) -> list[Type]:
     problem = layout.mismatch(len(ctx), body)
     if problem:
         raise ctx.error(problem)
-    length = _static_trip_count(ctx, layout)
+    trips = loop_trip_count(ctx.values, ctx.attrs)
+    length: Dim = UNKNOWN if trips is None else trips
     out: list[Type] = [body.inputs[p].type for p in layout.carried_params()]
     for r, st in zip(layout.per_iteration_results(), ctx.attr("stacked"), strict=True):
         t = body.outputs[r].type
@@ -166,33 +168,31 @@ def _infer_loop(ctx: InferContext) -> list[Type]:
     return out
 
 
-def _static_trip_count(ctx: InferContext, layout: LoopLayout) -> Dim:
-    """The trip count if it is known before running (no condition, constant bounds)."""
-    if ctx.has(1) or len(ctx.attr("body").outputs) == 0:
-        return UNKNOWN
-    body: Graph = ctx.attr("body")
-    cond = body.outputs[0]
-    if not (
-        cond.producer is not None
-        and cond.producer.op == "Constant"
-        and bool(cond.producer.attrs["value"])
-    ):
-        return UNKNOWN
+def loop_trip_count(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) -> int | None:
+    """How many times a Loop with these inputs runs, if that is known without running it: no
+    condition can stop it, and its bounds are constants or static sliced lengths."""
+    body: Graph = attrs["body"]
+    cond = body.outputs[0].constant if body.outputs else None
+    if inputs[1] is not None or cond is None or cond.size != 1 or not bool(cond.reshape(())):
+        return None
     bounds: list[int] = []
-    trip = ctx.const_ints(0)
-    if ctx.has(0):
-        if trip is None:
-            return UNKNOWN
-        bounds.append(max(trip[0], 0))
-    for i, s in zip(layout.sliced_inputs(), ctx.attr("sliced"), strict=True):
-        t = ctx.tensor(i)
-        if t.shape is None:
-            return UNKNOWN
-        d = t.shape[normalize_axis(s.axis, len(t.shape), ctx.where)]
+    trip = inputs[0]
+    if trip is not None:
+        data = trip.constant
+        if data is None:
+            return None
+        bounds.append(max(int(data.reshape(-1)[0]), 0))
+    layout = LoopLayout.from_parts(len(inputs), dict(attrs))
+    for i, s in zip(layout.sliced_inputs(), attrs.get("sliced", ()), strict=True):
+        src = inputs[i]
+        t = None if src is None else src.type
+        if not isinstance(t, TensorType) or t.shape is None:
+            return None
+        d = t.shape[normalize_axis(s.axis, len(t.shape), "Loop")]
         if not isinstance(d, int):
-            return UNKNOWN
+            return None
         bounds.append(d)
-    return min(bounds) if bounds else UNKNOWN
+    return min(bounds) if bounds else None
 
 
 _IF_ATTRS = {

@@ -50,6 +50,14 @@ class Value:
         return self.producer is None
 
     @property
+    def constant(self) -> np.ndarray[Any, Any] | None:
+        """The data, if a Constant node produces this value."""
+        if self.producer is None or self.producer.op != "Constant":
+            return None
+        data: np.ndarray[Any, Any] = self.producer.attrs["value"]
+        return data
+
+    @property
     def tensor_type(self) -> TensorType:
         if not isinstance(self.type, TensorType):
             raise GraphError(f"value %{self.name} has type {self.type}, expected a tensor")

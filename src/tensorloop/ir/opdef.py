@@ -166,13 +166,8 @@ class InferContext:
 
     def const(self, index: int) -> np.ndarray[Any, Any] | None:
         """The value of input ``index`` if a Constant node produces it, else None."""
-        if not self.has(index):
-            return None
-        v = self.values[index]
-        if v is None or v.producer is None or v.producer.op != "Constant":
-            return None
-        data: np.ndarray[Any, Any] = v.producer.attrs["value"]
-        return data
+        v = self.values[index] if index < len(self.values) else None
+        return None if v is None else v.constant
 
     def const_ints(self, index: int) -> list[int] | None:
         data = self.const(index)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ..ir.control_flow import LoopLayout, Sliced, Stacked, normalize_axis
+from ..ir.control_flow import LoopLayout, Sliced, Stacked, loop_trip_count, normalize_axis
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, copy_node
 from ..tensor.types import TensorType
@@ -45,40 +43,7 @@ class UnrollLoops(Pass):
 
 def static_trip_count(node: Node) -> int | None:
     """How many times ``node`` runs, if that is known without running it."""
-    body: Graph = node.attrs["body"]
-    if node.inputs[1] is not None or not _is_const_true(body.outputs[0]):
-        return None
-    bounds: list[int] = []
-    trip = node.inputs[0]
-    if trip is not None:
-        data = _const(trip)
-        if data is None:
-            return None
-        bounds.append(max(int(data.reshape(-1)[0]), 0))
-    layout = LoopLayout.of(node)
-    for i, s in zip(layout.sliced_inputs(), node.attrs.get("sliced", ()), strict=True):
-        src = node.inputs[i]
-        assert src is not None
-        t = src.type
-        if not isinstance(t, TensorType) or t.shape is None:
-            return None
-        d = t.shape[normalize_axis(s.axis, len(t.shape), node.describe())]
-        if not isinstance(d, int):
-            return None
-        bounds.append(d)
-    return min(bounds) if bounds else None
-
-
-def _const(v: Value) -> np.ndarray[Any, Any] | None:
-    if v.producer is not None and v.producer.op == "Constant":
-        data: np.ndarray[Any, Any] = v.producer.attrs["value"]
-        return data
-    return None
-
-
-def _is_const_true(v: Value) -> bool:
-    data = _const(v)
-    return data is not None and data.size == 1 and bool(data.reshape(()))
+    return loop_trip_count(node.inputs, node.attrs)
 
 
 def _can_stack(node: Node, trips: int) -> bool:

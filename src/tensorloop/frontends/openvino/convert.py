@@ -146,11 +146,7 @@ class LayerContext:
 
     def const(self, index: int) -> np.ndarray[Any, Any] | None:
         """The value of input ``index`` if a constant produces it."""
-        v = self.input(index)
-        if v.producer is not None and v.producer.op == "Constant":
-            data: np.ndarray[Any, Any] = v.producer.attrs["value"]
-            return data
-        return None
+        return self.input(index).constant
 
     def const_input(self, index: int, what: str) -> np.ndarray[Any, Any]:
         data = self.const(index)

@@ -233,12 +233,7 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
     if is_loop:
         trip = _trip_count(ctx, em)
         first = _scalar_bool(em, ctx.input(1)) if ctx.num_inputs() > 1 else None
-        if (
-            first is not None
-            and first.producer is not None
-            and first.producer.op == "Constant"
-            and bool(first.producer.attrs["value"])
-        ):
+        if first is not None and (data := first.constant) is not None and bool(data):
             first = None
     elif not sliced:
         trip = em.ints(1)  # TensorIterator without sliced inputs runs its body once
