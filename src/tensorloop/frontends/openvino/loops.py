@@ -10,7 +10,6 @@ stacked on a new axis and merged back. Sub-ranges (``start``/``end``) and stride
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -188,8 +187,8 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
     # Outputs: last values of carried results are the carried finals; other last values ride
     # along as extra carried values; concatenated ones are stacked.
     body_em = Emitter(g)
-    outputs: list[tuple[str, Any]] = []  # per output port: ("carried", j) | ("stacked", j, ...)
-    stacked: list[tuple[Value, Stacked, int, int]] = []  # (result, Stacked, axis, part)
+    outputs: list[tuple[str, int]] = []  # per output port: ("carried" | "stacked", index)
+    stacked: list[tuple[Value, Stacked]] = []  # (body result, how it is stacked)
     extra: list[tuple[Value, Value, Value]] = []
     carried_results = {id(nxt): j for j, (_, _, nxt) in enumerate(carried)}
     out_entries = sorted(
@@ -206,11 +205,7 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
         if entry.axis is not None:
             rank = result.tensor_type.rank
             axis = _norm_axis(ctx, entry.axis, rank, f"port_map output {entry.external_port_id}")
-            part = 1 if rank is None else result.tensor_type.shape[axis]  # type: ignore[index]
-            reverse = (entry.stride or 1) < 0
-            stacked.append(
-                (result, Stacked(axis, reverse), axis, part if isinstance(part, int) else -1)
-            )
+            stacked.append((result, Stacked(axis, reverse=(entry.stride or 1) < 0)))
             outputs.append(("stacked", len(stacked) - 1))
         elif id(result) in carried_results:
             outputs.append(("carried", carried_results[id(result)]))
@@ -260,7 +255,7 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
         *(p for _, p, _, _ in sliced),
         *(p for _, p in invariants),
     ]
-    g.set_outputs([cond, *(n for _, _, n in all_carried), *(r for r, _, _, _ in stacked)])
+    g.set_outputs([cond, *(n for _, _, n in all_carried), *(r for r, _ in stacked)])
 
     node_outs = em.ops(
         "Loop",
@@ -275,7 +270,7 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
             "body": g,
             "num_carried": len(all_carried),
             "sliced": tuple(Sliced(a, r) for _, _, r, a in sliced),
-            "stacked": tuple(st for _, st, _, _ in stacked),
+            "stacked": tuple(st for _, st in stacked),
         },
     )
     finals = node_outs[: len(all_carried)]
@@ -285,9 +280,7 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
         if kind == "carried":
             results.append(finals[j])
             continue
-        value, _, axis, _ = stacked[j]
-        rank = value.tensor_type.rank
-        assert rank is not None
+        axis = stacked[j][1].axis
         # [..., n, part, ...] -> [..., n * part, ...]: the concatenation along the axis.
         results.append(_reshape_around(em, stacks[j], axis, [-1], 2))
     return results
