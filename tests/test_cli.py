@@ -108,7 +108,7 @@ def test_run_reports_bad_input(args: list[str], message: str) -> None:
     assert "Traceback" not in result.output
 
 
-def test_unknown_and_planned_formats(tmp_path: Path) -> None:
+def test_unknown_and_unreadable_formats(tmp_path: Path) -> None:
     bad = tmp_path / "m.pb"
     bad.write_text("x")
     result = CliRunner().invoke(main, ["inspect", str(bad)])
@@ -116,4 +116,5 @@ def test_unknown_and_planned_formats(tmp_path: Path) -> None:
     onnx = tmp_path / "m.onnx"
     onnx.write_text("x")
     result = CliRunner().invoke(main, ["run", str(onnx)])
-    assert result.exit_code != 0 and "ONNX (issue #4) is not available" in result.output
+    assert result.exit_code != 0 and "m.onnx: not a readable ONNX model" in result.output
+    assert "Traceback" not in result.output

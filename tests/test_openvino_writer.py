@@ -15,10 +15,12 @@ import defusedxml.ElementTree as SafeET  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
+from tensorloop.frontends.openvino.writer import _EMITTERS  # noqa: E402
 from tensorloop.ir.control_flow import ITERATION_TYPE  # noqa: E402
 from tensorloop.ir.emit import Emitter  # noqa: E402
 from tensorloop.ir.graph import Graph  # noqa: E402
 from tensorloop.ir.opdef import registered_ops  # noqa: E402
+from tensorloop.tensor.types import TensorType  # noqa: E402
 
 Feeds = dict[str, np.ndarray[Any, Any]]
 Case = Callable[[], tuple[tl.Model, Feeds]]
@@ -260,13 +262,22 @@ def _ops_in(graph: Graph) -> set[str]:
     return {node.op for _, node in graph.walk()}
 
 
-def test_the_op_table_covers_every_core_op() -> None:
+def test_every_op_the_writer_lowers_is_tested() -> None:
     covered: set[str] = set()
     for case in CASES.values():
         tl.reset()
         covered |= _ops_in(case()[0].graph)
     control = {"Loop", "If", "ReadVariable", "Assign"}  # tested below
-    assert set(registered_ops()) - control - covered == set()
+    assert set(_EMITTERS) - control - covered == set()
+    assert set(_EMITTERS) <= set(registered_ops())
+
+
+def test_an_op_without_a_lowering_is_a_format_error(tmp_path: Path) -> None:
+    g = Graph("g")
+    x = g.add_input("x", TensorType("f32", [3]))
+    g.set_outputs(g.add_node("Erf", [x]).outputs)
+    with pytest.raises(tl.FormatError, match="no OpenVINO lowering for op 'Erf'"):
+        tl.save(tl.Model(g), tmp_path / "erf.xml")
 
 
 # -- loops ----------------------------------------------------------------------------------------

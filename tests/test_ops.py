@@ -706,8 +706,12 @@ def test_range_errors() -> None:
         run("Range", [np.array(v, np.int64) for v in (0, 5, 0)])
     with pytest.raises(GraphError, match="delta is 0"):
         build("Range", [C(v) for v in (0, 5, 0)])
-    with pytest.raises(GraphError, match=r"input #2: expected a numeric scalar, got i64\[1\]"):
-        build("Range", [C(0), C(5), C([1])])
+    with pytest.raises(GraphError, match=r"input #2: expected a numeric scalar, got i64\[2\]"):
+        build("Range", [C(0), C(5), C([1, 1])])
+    with pytest.raises(ExecutionError, match=r"delta must hold one value, got shape \[2\]"):
+        run("Range", [np.array(0), np.array(5), dyn(np.array([1, 1]))])
+    # a one-element 1-D bound is read as its scalar, as onnxruntime does
+    assert run1("Range", [np.array(0), np.array(5), np.array([2])]).tolist() == [0, 2, 4]
     with pytest.raises(GraphError, match="must share one element type"):
         build("Range", [C(0), C(5), C(1, np.int32)])
 

@@ -19,7 +19,7 @@ from tensorloop.ir.graph import Graph, Node, Value
 from tensorloop.ir.opdef import registered_ops
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph, register_attr_record
-from tensorloop.tensor.dtypes import DType
+from tensorloop.tensor.dtypes import DType, int_range
 from tensorloop.tensor.types import OptionalType, SequenceType, TensorType, Type
 
 F32 = TensorType(DType.float32, [3])
@@ -30,7 +30,9 @@ BOOL = TensorType(DType.bool, [])
 # -- structural equality -----------------------------------------------------------------------
 def assert_same_attr(a: Any, b: Any) -> None:
     assert type(a) is type(b), (a, b)
-    if isinstance(a, np.ndarray):
+    if isinstance(a, np.ndarray) and a.dtype == object:  # strings: bytes would be pointers
+        assert (a.dtype, a.shape, a.tolist()) == (b.dtype, b.shape, b.tolist())
+    elif isinstance(a, np.ndarray):
         assert (a.dtype, a.shape, a.tobytes()) == (b.dtype, b.shape, b.tobytes())
     elif isinstance(a, Graph):
         assert_same_graph(a, b)
@@ -265,14 +267,18 @@ SPECIAL_FLOATS = [0.1, 1 / 3, -0.0, 0.0, math.nan, math.inf, -math.inf, 1e-40, 6
 def test_every_dtype_round_trips_exact_bits(dt: DType) -> None:
     if dt is DType.bool:
         data = np.array([[True, False], [False, True]])
+    elif dt is DType.string:
+        data = np.array(["", "a b", 'q"uo\\te', "é中\n\t", "nan"], dtype=object)
     elif dt.is_int:
-        info = np.iinfo(dt.numpy)
-        data = np.array([info.min, info.max, 0, 1], dtype=dt.numpy)
+        data = np.array([*int_range(dt), 0, 1], dtype=dt.numpy)
     else:
         with np.errstate(all="ignore"):
             data = np.array(SPECIAL_FLOATS, dtype=np.float64).astype(dt.numpy)
-        # Every bit pattern of the 16-bit types, and NaNs with payloads and signs for the rest.
-        if dt.itemsize == 2:
+        # Every bit pattern of the 16-bit and narrower types, and NaNs with payloads and signs
+        # for the rest.
+        if dt.itemsize == 1:
+            data = np.arange(2**dt.bits, dtype=np.uint8).view(dt.numpy)
+        elif dt.itemsize == 2:
             data = np.arange(2**16, dtype=np.uint16).view(dt.numpy)
         else:
             uint = np.uint32 if dt.itemsize == 4 else np.uint64
@@ -563,6 +569,9 @@ def arrays(draw: st.DrawFn) -> np.ndarray[Any, Any]:
     n = math.prod(shape)
     if dt is DType.bool:
         data = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=np.bool_)
+    elif dt is DType.string:
+        data = np.empty(n, dtype=object)
+        data[:] = draw(st.lists(st.text(max_size=4), min_size=n, max_size=n))
     elif dt.is_float and draw(st.booleans()):
         with np.errstate(all="ignore"):
             floats = draw(st.lists(FLOATS, min_size=n, max_size=n))
@@ -570,6 +579,8 @@ def arrays(draw: st.DrawFn) -> np.ndarray[Any, Any]:
     else:  # arbitrary bits: subnormals, NaN payloads, extreme ints
         raw = draw(st.binary(min_size=n * dt.itemsize, max_size=n * dt.itemsize))
         data = np.frombuffer(raw, dtype=dt.numpy).copy()
+        if dt.bits < 8:  # a 4- or 2-bit element lives in the low bits of its byte
+            data = (data.view(np.uint8) & np.uint8(2**dt.bits - 1)).view(dt.numpy)
     return data.reshape(shape)
 
 

@@ -16,8 +16,7 @@ Saver = Callable[..., None]
 
 _LOADERS: dict[str, Loader] = {}
 _SAVERS: dict[str, Saver] = {}
-_PLANNED = {".onnx": "ONNX (issue #4)"}
-_FRONTENDS = ("tensorloop.frontends.openvino",)
+_FRONTENDS = ("tensorloop.frontends.openvino", "tensorloop.frontends.onnx")
 
 
 def loader(*suffixes: str) -> Callable[[Loader], Loader]:
@@ -44,14 +43,18 @@ def _suffix(path: str | os.PathLike[str], table: dict[str, Any], verb: str) -> s
     suffix = Path(path).suffix.lower()
     if suffix in table:
         return suffix
-    if suffix in _PLANNED:
-        raise FormatError(f"{path}: {verb} {_PLANNED[suffix]} is not available in this version")
     known = ", ".join(sorted(table))
     raise FormatError(f"{path}: unknown model format '{suffix}'; tensorloop {verb}s {known}")
 
 
-def load(path: str | os.PathLike[str], **options: Any) -> Model:
-    """Open a model file: text IR (``.tl``) now; ``.onnx`` and ``.xml`` as their frontends land."""
+def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
+    """Open a model file (``.tl``, ``.onnx``, ``.xml``), or convert an ``onnx.ModelProto``."""
+    if not isinstance(path, str | os.PathLike):
+        if type(path).__name__ == "ModelProto":
+            from .frontends.onnx import load_onnx
+
+            return load_onnx(path, **options)
+        raise FormatError(f"cannot load a {type(path).__name__}: expected a path or a ModelProto")
     fn = _LOADERS[_suffix(path, _LOADERS, "load")]
     if not Path(path).is_file():
         raise FormatError(f"{path}: no such file")

@@ -168,6 +168,20 @@ def _infer_loop(ctx: InferContext) -> list[Type]:
     return out
 
 
+def result_types_for(body: Graph, param_types: Sequence[Type]) -> list[Type]:
+    """The types ``body`` yields when its parameters have ``param_types`` (say, the concrete
+    shapes of one run): its nodes re-typed in order, subgraphs left as they are."""
+    scratch = Graph(body.name)
+    mapping: dict[Value, Value] = {
+        p: scratch.add_input(p.name, t) for p, t in zip(body.inputs, param_types, strict=True)
+    }
+    for node in body.nodes:
+        inputs = [None if v is None else mapping[v] for v in node.inputs]
+        copy = scratch.add_node(node.op, inputs, node.attrs, name=node.name)
+        mapping.update(zip(node.outputs, copy.outputs, strict=True))
+    return [mapping[v].type if v in mapping else v.type for v in body.outputs]
+
+
 def loop_trip_count(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) -> int | None:
     """How many times a Loop with these inputs runs, if that is known without running it: no
     condition can stop it, and its bounds are constants or static sliced lengths."""

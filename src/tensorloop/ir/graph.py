@@ -185,6 +185,17 @@ class Graph:
                 self._names.add(candidate)
                 return candidate
 
+    def rename(self, value: Value, name: str) -> bool:
+        """Give ``value`` the name ``name`` if no other value of this graph holds it."""
+        if value.name == name:
+            return True
+        if name in self._names:
+            return False
+        self._names.discard(value.name)
+        self._names.add(name)
+        value.name = name
+        return True
+
     def add_input(self, name: str, type: Type) -> Value:
         value = Value(self.unique_name(name), type, graph=self)
         self.inputs.append(value)

@@ -13,7 +13,7 @@ from typing import Any, NoReturn, TypeVar
 import numpy as np
 
 from ..errors import ParseError
-from ..tensor.dtypes import DType
+from ..tensor.dtypes import DType, int_range
 from ..tensor.types import UNKNOWN, Dim, OptionalType, SequenceType, TensorType, Type
 from .graph import Graph, Node, Value
 from .printer import ATTR_RECORDS, floats_to_array, sigil_name
@@ -403,6 +403,8 @@ class _Parser:
             tok = self.peek()
             if tok.kind == "ident" and tok.text in ("true", "false"):
                 return tok, self.next().text == "true"
+            if tok.kind == "string":
+                return tok, self.next().text
             return tok, self.number()
 
         items = self.items("]", element)
@@ -413,20 +415,27 @@ class _Parser:
 
 def _array(parser: _Parser, t: TensorType, items: list[tuple[Token, Any]]) -> np.ndarray[Any, Any]:
     dt, shape = t.dtype, t.static_shape
-    ok: type | tuple[type, ...] = (
-        bool if dt is DType.bool else int if dt.is_int else (int, float, NanBits)
-    )
-    what = "true or false" if ok is bool else "an integer" if ok is int else "a number"
-    limit = np.iinfo(dt.numpy) if dt.is_int else None
+    ok: type | tuple[type, ...]
+    if dt is DType.bool:
+        ok, what = bool, "true or false"
+    elif dt is DType.string:
+        ok, what = str, "a string"
+    elif dt.is_int:
+        ok, what = int, "an integer"
+    else:
+        ok, what = (int, float, NanBits), "a number"
+    lo, hi = int_range(dt) if dt.is_int else (0, 0)
     for tok, v in items:
         if not isinstance(v, ok) or isinstance(v, bool) != (dt is DType.bool):
             parser.fail(f"{what} for {dt}", tok)
-        if limit is not None and isinstance(v, int) and not limit.min <= v <= limit.max:
+        if dt.is_int and isinstance(v, int) and not lo <= v <= hi:
             parser.fail(f"an integer in the range of {dt}", tok)
         if isinstance(v, NanBits) and v.bits >= 1 << (8 * dt.itemsize):
             parser.fail(f"NaN bits that fit in {dt}", tok)
     if not dt.is_float:
-        return np.array([v for _, v in items], dtype=dt.numpy).reshape(shape)
+        flat = np.empty(len(items), dtype=dt.numpy)
+        flat[:] = [v for _, v in items]  # element-wise, so an object array holds each str whole
+        return flat.reshape(shape)
     array = floats_to_array([math.nan if isinstance(v, NanBits) else v for _, v in items], dt)
     bits = array.view(f"u{dt.itemsize}")
     for i, (_, v) in enumerate(items):

@@ -65,7 +65,7 @@ def format_type(t: Type) -> str:
 
 
 # -- floats ------------------------------------------------------------------------------------
-_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def floats_to_array(values: list[float], dt: DType) -> np.ndarray[Any, Any]:
@@ -86,11 +86,11 @@ def format_floats(flat: np.ndarray[Any, Any]) -> list[str]:
         exact = flat.astype(np.float64).tolist()
     if dt is DType.float64:
         texts = [repr(x) for x in exact]
-    elif dt is DType.bfloat16:
-        texts = _shortest_bfloat16(exact, bits)
+    elif dt is DType.bfloat16 or dt.itemsize == 1:
+        texts = _shortest_narrow(exact, bits, dt)
     else:  # NumPy prints float16/float32 scalars as their shortest round-trip decimal
         texts = [str(x) for x in flat]
-    texts = [t if any(c in t for c in ".en") else t + ".0" for t in texts]
+    texts = [_decimal(t) for t in texts]
     back = floats_to_array([float(t) for t in texts], dt).view(bits.dtype)
     for i in np.flatnonzero(back != bits):
         x = exact[i]
@@ -98,12 +98,22 @@ def format_floats(flat: np.ndarray[Any, Any]) -> list[str]:
     return texts
 
 
-def _shortest_bfloat16(values: list[float], bits: np.ndarray[Any, Any]) -> list[str]:
-    texts = [f"{v:.4g}" for v in values]  # 4 significant digits always pin down 8 bits
-    for digits in (3, 2, 1):  # shorter wins where it still round-trips
-        shorter = [f"{v:.{digits}g}" for v in values]
-        same = floats_to_array([float(t) for t in shorter], DType.bfloat16).view(bits.dtype) == bits
-        texts = [t if ok else old for t, old, ok in zip(shorter, texts, same.tolist(), strict=True)]
+def _decimal(text: str) -> str:
+    """``text`` spelled as a float: "3" becomes "3.0"."""
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def _shortest_narrow(values: list[float], bits: np.ndarray[Any, Any], dt: DType) -> list[str]:
+    """bfloat16 and the 8- and 4-bit floats: the shortest of the exact float64 repr and 4 down to
+    1 significant digits (which pin down their 8 or fewer mantissa bits) that round-trips."""
+    texts = [_decimal(repr(v)) for v in values]
+    for digits in (4, 3, 2, 1):
+        shorter = [_decimal(f"{v:.{digits}g}") for v in values]
+        same = floats_to_array([float(t) for t in shorter], dt).view(bits.dtype) == bits
+        texts = [
+            new if ok and len(new) <= len(old) else old
+            for new, old, ok in zip(shorter, texts, same.tolist(), strict=True)
+        ]
     return texts
 
 
@@ -215,11 +225,19 @@ class _Printer:
             return head + "[...]"
         if dt is DType.bool:
             items = ["true" if x else "false" for x in flat.tolist()]
+        elif dt is DType.string:
+            items = [_string_item(x) for x in flat.tolist()]
         elif dt.is_float:
             items = format_floats(flat)
         else:
             items = [str(x) for x in flat.tolist()]
         return f"{head}[{', '.join(items)}]"
+
+
+def _string_item(x: object) -> str:
+    if not isinstance(x, str):
+        raise GraphError(f"a string tensor holds {type(x).__name__} {x!r}, expected str")
+    return quote(x)
 
 
 def _key(key: str) -> str:

@@ -1,3 +1,19 @@
 """Op definitions (meaning, attributes, type rules); importing this package registers them."""
 
-from . import core, elementwise, linalg, reduce, shape  # noqa: F401
+from . import (  # noqa: F401
+    attention,
+    core,
+    elementwise,
+    image,
+    indexing,
+    linalg,
+    math,
+    nn,
+    quant,
+    reduce,
+    sequence,
+    shape,
+    signal,
+    strings,
+    training,
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 
 from ..ir.opdef import InferContext
@@ -54,7 +54,7 @@ def norm_axis(ctx: InferContext, axis: int, rank: int) -> int:
 # Each kind: the words naming it in errors, and which element types it admits.
 _KINDS: dict[str, tuple[str, Callable[[DType], bool]]] = {
     "any": ("", lambda d: True),
-    "numeric": ("numeric", lambda d: d is not DType.bool),
+    "numeric": ("numeric", lambda d: d.is_numeric),
     "signed": ("signed numeric", lambda d: d.is_signed),
     "float": ("floating-point", lambda d: d.is_float),
     "int": ("integer", lambda d: d.is_int),
@@ -73,6 +73,18 @@ def expect(ctx: InferContext, index: int, kind: str = "any", rank: int | None = 
             phrase = f"{rank}-D {phrase}"
         article = "an" if phrase[0] in "aeiou" else "a"
         raise ctx.error(f"input #{index}: expected {article} {phrase}, got {t}")
+    return t
+
+
+def expect_one_of(
+    ctx: InferContext, index: int, allowed: Collection[DType], what: str = ""
+) -> TensorType:
+    """Input ``index`` as a tensor whose element type is one of ``allowed``."""
+    t = ctx.tensor(index)
+    if t.dtype not in allowed:
+        names = ", ".join(sorted(str(d) for d in allowed))
+        label = f" ({what})" if what else ""
+        raise ctx.error(f"input #{index}{label}: expected one of {names}, got {t}")
     return t
 
 

@@ -12,10 +12,17 @@ def _matmul(ctx: InferContext) -> list[Type]:
     """NumPy's matmul: a 1-D operand gains a unit axis (dropped from the result), and the axes
     before the last two broadcast as batch axes."""
     a, b = expect(ctx, 0, "numeric"), expect(ctx, 1, "numeric")
-    dt = ctx.same_dtype(0, 1)
+    return [TensorType(ctx.same_dtype(0, 1), matmul_dims(ctx, a, b))]
+
+
+def matmul_dims(
+    ctx: InferContext, a: TensorType, b: TensorType, inputs: tuple[int, int] = (0, 1)
+) -> tuple[Dim, ...] | None:
+    """The dims of NumPy's ``a @ b`` (None if a rank is unknown), the operands being inputs
+    ``inputs`` of ``ctx``'s node."""
     if a.shape is None or b.shape is None:
-        return [TensorType(dt, None)]
-    for i, t in enumerate((a, b)):
+        return None
+    for i, t in zip(inputs, (a, b), strict=True):
         if t.rank == 0:
             raise ctx.error(f"input #{i}: expected at least 1 dim, got {t}")
     sa = [1, *a.shape] if len(a.shape) == 1 else list(a.shape)
@@ -27,7 +34,7 @@ def _matmul(ctx: InferContext) -> list[Type]:
     assert batch is not None
     rows = [sa[-2]] if len(a.shape) > 1 else []
     cols = [sb[-1]] if len(b.shape) > 1 else []
-    return [TensorType(dt, [*batch, *rows, *cols])]
+    return (*batch, *rows, *cols)
 
 
 _GEMM_ATTRS = {

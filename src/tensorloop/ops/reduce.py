@@ -1,4 +1,4 @@
-"""Reductions along axes: ReduceSum/Mean/Max/Min, ArgMax, CumSum and Softmax."""
+"""Reductions along axes: the Reduce* family, ArgMax/ArgMin, CumSum and Softmax."""
 
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ _REDUCTIONS = {
     "ReduceMean": ("numeric", "Mean over ``axes`` (integers truncate toward zero); NaN if empty."),
     "ReduceMax": ("any", "Maximum over ``axes``; -inf (or the lowest value) if empty."),
     "ReduceMin": ("any", "Minimum over ``axes``; +inf (or the highest value) if empty."),
+    "ReduceProd": ("numeric", "Product over ``axes``; an empty set gives 1."),
+    "ReduceL1": ("numeric", "Sum of absolute values over ``axes``; an empty set gives 0."),
+    "ReduceL2": ("numeric", "sqrt(sum of squares) over ``axes``; an empty set gives 0."),
+    "ReduceSumSquare": ("numeric", "Sum of squares over ``axes``; an empty set gives 0."),
+    "ReduceLogSum": ("float", "log(sum) over ``axes``; an empty set gives -inf."),
+    "ReduceLogSumExp": ("float", "log(sum(exp)) over ``axes``, computed stably; -inf if empty."),
 }
 _SHARED_DOC = (
     " ``axes`` (input #1) omitted or empty means all axes, or none with noop_with_empty_axes=1;"
@@ -66,22 +72,30 @@ _ARGMAX_ATTRS = {
 }
 
 
-@op("ArgMax", attrs=_ARGMAX_ATTRS)
-def _argmax(ctx: InferContext) -> list[Type]:
-    """The int64 index of the largest entry along ``axis``; ties give the first index (the last
-    with select_last_index=1). keepdims=1 keeps the axis with size 1."""
-    t = expect(ctx, 0, "numeric")
-    if t.shape is None:
-        return [TensorType(DType.int64, None)]
-    axis = norm_axis(ctx, ctx.attr("axis"), len(t.shape))
-    if t.shape[axis] == 0:
-        raise ctx.error(f"axis {axis} of {t} is empty, so it has no largest entry")
-    dims = list(t.shape)
-    if ctx.attr("keepdims"):
-        dims[axis] = 1
-    else:
-        del dims[axis]
-    return [TensorType(DType.int64, dims)]
+def _arg_extreme(which: str) -> Rule:
+    def rule(ctx: InferContext) -> list[Type]:
+        t = expect(ctx, 0, "numeric")
+        if t.shape is None:
+            return [TensorType(DType.int64, None)]
+        axis = norm_axis(ctx, ctx.attr("axis"), len(t.shape))
+        if t.shape[axis] == 0:
+            raise ctx.error(f"axis {axis} of {t} is empty, so it has no {which} entry")
+        dims = list(t.shape)
+        if ctx.attr("keepdims"):
+            dims[axis] = 1
+        else:
+            del dims[axis]
+        return [TensorType(DType.int64, dims)]
+
+    rule.__doc__ = (
+        f"The int64 index of the {which} entry along ``axis``; ties give the first index (the "
+        "last with select_last_index=1). keepdims=1 keeps the axis with size 1."
+    )
+    return rule
+
+
+op("ArgMax", attrs=_ARGMAX_ATTRS)(_arg_extreme("largest"))
+op("ArgMin", attrs=_ARGMAX_ATTRS)(_arg_extreme("smallest"))
 
 
 @op("CumSum", inputs=2, attrs={"exclusive": AttrSpec(int, 0), "reverse": AttrSpec(int, 0)})

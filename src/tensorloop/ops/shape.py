@@ -151,6 +151,14 @@ def _transpose(ctx: InferContext) -> list[Type]:
     return [t.with_shape(t.shape[i] for i in p)]
 
 
+def _axes_length(ctx: InferContext, index: int) -> int | None:
+    """How many axes a 1-D (or, as onnxruntime also takes, 0-D) axes input lists."""
+    spec = ctx.tensor(index)
+    if not spec.dtype.is_int or spec.rank not in (None, 0, 1):
+        raise ctx.error(f"input #{index}: expected a 1-D integer tensor, got {spec}")
+    return 1 if spec.rank == 0 else static_length(spec)
+
+
 @op("Squeeze", inputs=(1, 2))
 def _squeeze(ctx: InferContext) -> list[Type]:
     """``data`` without the size-1 axes listed in ``axes`` (every size-1 axis if it is omitted or
@@ -158,8 +166,7 @@ def _squeeze(ctx: InferContext) -> list[Type]:
     t = ctx.tensor(0)
     axes = ctx.const_ints(1)
     if ctx.has(1):
-        spec = expect(ctx, 1, "int", rank=1)
-        n = static_length(spec)
+        n = _axes_length(ctx, 1)
         if axes is None and t.shape is not None and n:
             return _unknown(t, len(t.shape) - n)
     if t.shape is None or (ctx.has(1) and axes is None):
@@ -179,8 +186,8 @@ def _squeeze(ctx: InferContext) -> list[Type]:
 @op("Unsqueeze", inputs=2)
 def _unsqueeze(ctx: InferContext) -> list[Type]:
     """``data`` with size-1 axes inserted where ``axes`` (positions in the output) say."""
-    t, spec = ctx.tensor(0), expect(ctx, 1, "int", rank=1)
-    axes, n = ctx.const_ints(1), static_length(spec)
+    t = ctx.tensor(0)
+    axes, n = ctx.const_ints(1), _axes_length(ctx, 1)
     if t.shape is None or axes is None:
         return _unknown(t, None if t.shape is None or n is None else len(t.shape) + n)
     rank = len(t.shape) + len(axes)
@@ -358,9 +365,13 @@ def _constant_of_shape(ctx: InferContext) -> list[Type]:
 @op("Range", inputs=3)
 def _range(ctx: InferContext) -> list[Type]:
     """1-D [start, start + delta, ...] up to but excluding ``limit``, of
-    max(ceil((limit - start) / delta), 0) elements; the three scalars share one type."""
+    max(ceil((limit - start) / delta), 0) elements; the three scalars share one type. (A
+    one-element 1-D tensor is taken as its scalar, as onnxruntime and ONNX's own function
+    bodies do.)"""
     for i in range(3):
-        expect(ctx, i, "numeric", rank=0)
+        t = expect(ctx, i, "numeric")
+        if t.shape is not None and (len(t.shape) > 1 or t.shape not in ((), (1,), (UNKNOWN,))):
+            raise ctx.error(f"input #{i}: expected a numeric scalar, got {t}")
     dt = ctx.same_dtype(0, 1, 2)
     bounds = [b.reshape(()) for i in range(3) if (b := ctx.const(i)) is not None]
     if len(bounds) < 3:
@@ -370,10 +381,35 @@ def _range(ctx: InferContext) -> list[Type]:
         return [TensorType(dt, [range_length(start, limit, delta)])]
 
 
-@op("Cast", attrs={"to": AttrSpec(DType)})
+ROUND_MODES = ("up", "down", "nearest")
+_CAST_ATTRS = {"saturate": AttrSpec(int, 1), "round_mode": AttrSpec(str, "up")}
+
+
+def _cast_to(ctx: InferContext, to: DType) -> list[Type]:
+    if ctx.attr("round_mode") not in ROUND_MODES:
+        raise ctx.error(
+            f"round_mode must be one of {', '.join(ROUND_MODES)}, got {ctx.attr('round_mode')!r}"
+        )
+    return [ctx.tensor(0).with_dtype(to)]
+
+
+@op("Cast", attrs={"to": AttrSpec(DType), **_CAST_ATTRS})
 def _cast(ctx: InferContext) -> list[Type]:
-    """``data`` converted to element type ``to`` (floats to integers truncate; nonzero is True)."""
-    return [ctx.tensor(0).with_dtype(ctx.attr("to"))]
+    """``input`` converted to element type ``to`` by ONNX's rules. Floats to integers truncate
+    (NaN, inf and out-of-range are undefined); integers wrap to narrower ones; nonzero is True.
+    Float to a float rounds to nearest even, out of range is ±inf; to float8 with ``saturate``
+    (the default) inf and out-of-range clamp to ±max, without it they are NaN (inf for e5m2).
+    float8e8m0 rounds per ``round_mode`` (up, down or nearest); with ``saturate`` what falls
+    outside its range clamps, else it is NaN. Strings parse as decimal or scientific numbers,
+    INF, -INF and NaN (any case); numbers print as C's %.8g (INF, -INF and NaN), ints exactly,
+    bools as 1 and 0."""
+    return _cast_to(ctx, ctx.attr("to"))
+
+
+@op("CastLike", inputs=2, attrs=_CAST_ATTRS)
+def _cast_like(ctx: InferContext) -> list[Type]:
+    """Cast of ``input`` to the element type of ``target_type`` (whose values are unused)."""
+    return _cast_to(ctx, ctx.tensor(1).dtype)
 
 
 @op("Pad", inputs=(2, 4), attrs={"mode": AttrSpec(str, "constant")})

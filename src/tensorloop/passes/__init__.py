@@ -2,12 +2,14 @@
 
 from .base import Pass, PassResult, run_passes
 from .dead_code import eliminate_dead_code
+from .fold_constants import fold_constants
 from .unroll import static_trip_count, unroll_loops
 
 __all__ = [
     "Pass",
     "PassResult",
     "eliminate_dead_code",
+    "fold_constants",
     "run_passes",
     "static_trip_count",
     "unroll_loops",

@@ -92,6 +92,8 @@ class TensorType(Type):
         )
 
     def join(self, other: Type) -> Type:
+        if isinstance(other, OptionalType):
+            return other.join(self)
         if not isinstance(other, TensorType) or other.dtype != self.dtype:
             raise GraphError(f"cannot join {self} with {other}")
         if self.shape is None or other.shape is None or len(self.shape) != len(other.shape):
@@ -130,6 +132,8 @@ class SequenceType(Type):
         return isinstance(other, SequenceType) and self.element.compatible(other.element)
 
     def join(self, other: Type) -> Type:
+        if isinstance(other, OptionalType):
+            return other.join(self)
         if not isinstance(other, SequenceType):
             raise GraphError(f"cannot join {self} with {other}")
         return SequenceType(self.element.join(other.element))
@@ -140,17 +144,21 @@ class SequenceType(Type):
 
 @dataclass(frozen=True)
 class OptionalType(Type):
-    """A value that may be absent (ONNX optionals)."""
+    """A value that may be absent (ONNX optionals): at run time None, or the element's value.
+
+    Since a present optional is its element's value, a value of the element type may flow where
+    the optional is expected, and joining the two gives the optional.
+    """
 
     element: Type
 
     def compatible(self, other: Type) -> bool:
-        return isinstance(other, OptionalType) and self.element.compatible(other.element)
+        inner = other.element if isinstance(other, OptionalType) else other
+        return self.element.compatible(inner)
 
     def join(self, other: Type) -> Type:
-        if not isinstance(other, OptionalType):
-            raise GraphError(f"cannot join {self} with {other}")
-        return OptionalType(self.element.join(other.element))
+        inner = other.element if isinstance(other, OptionalType) else other
+        return OptionalType(self.element.join(inner))
 
     def __str__(self) -> str:
         return f"opt<{self.element}>"

@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import ExecutionError, GraphError, InputError, TensorloopError
 from ...ir.graph import Graph, Node, Value
 from ...ir.opdef import get_opdef
-from ...tensor.types import TensorType, Type
+from ...tensor.types import OptionalType, SequenceType, TensorType, Type
 from .registry import KernelContext, get_kernel
 
 DEFAULT_MAX_ITERATIONS = 1_000_000
@@ -110,18 +110,42 @@ class Interpreter:
 
 
 def _conform(node: Node, index: int, result: Any) -> Any:
-    """Kernels may return NumPy scalars or views; the IR promises arrays of the typed type."""
+    """Kernels may return NumPy scalars or views; the IR promises values of the typed type."""
     t = node.outputs[index].type
+    try:
+        return runtime_value(t, result)
+    except ValueError as exc:
+        # A type rule and its kernel disagree: a bug in tensorloop, or a hand-typed graph.
+        raise ExecutionError(
+            f"{node.describe()} output #{index} %{node.outputs[index].name}: kernel "
+            f"produced {exc}, its type says {t}"
+        ) from None
+
+
+def runtime_value(t: Type, value: Any) -> Any:
+    """``value`` in the run-time form of type ``t``: an array for a tensor, a list of element
+    values for a sequence, None or the element's value for an optional. A ValueError describes
+    what was found instead when ``value`` does not have type ``t``."""
     if isinstance(t, TensorType):
-        arr = np.asarray(result)
+        if value is None or isinstance(value, list):
+            raise ValueError(_describe(value))
+        arr = np.asarray(value)
         if not t.accepts(arr):
-            # A type rule and its kernel disagree: a bug in tensorloop, or a hand-typed graph.
-            raise ExecutionError(
-                f"{node.describe()} output #{index} %{node.outputs[index].name}: kernel "
-                f"produced {arr.dtype.name}{list(arr.shape)}, its type says {t}"
-            )
+            raise ValueError(f"{arr.dtype.name}{list(arr.shape)}")
         return arr
-    return result
+    if isinstance(t, SequenceType):
+        if not isinstance(value, list):
+            raise ValueError(_describe(value))
+        out = []
+        for k, item in enumerate(value):
+            try:
+                out.append(runtime_value(t.element, item))
+            except ValueError as exc:
+                raise ValueError(f"a sequence whose element #{k} is {exc}") from None
+        return out
+    if isinstance(t, OptionalType):
+        return None if value is None else runtime_value(t.element, value)
+    return value
 
 
 def _describe(x: Any) -> str:
@@ -157,6 +181,14 @@ def coerce_inputs(
 
 
 def _coerce(name: str, expected: Type, value: Any, prefix: str) -> Any:
+    if isinstance(expected, SequenceType):
+        if not isinstance(value, list | tuple):
+            raise InputError(f"{prefix}input '{name}': expected {expected}, got {_describe(value)}")
+        return [
+            _coerce(f"{name}[{k}]", expected.element, item, prefix) for k, item in enumerate(value)
+        ]
+    if isinstance(expected, OptionalType):
+        return None if value is None else _coerce(name, expected.element, value, prefix)
     if not isinstance(expected, TensorType):
         return value
     if isinstance(value, np.ndarray | np.generic):

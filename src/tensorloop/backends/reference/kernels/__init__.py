@@ -1,3 +1,20 @@
 """Built-in reference kernels; importing this package registers them all."""
 
-from . import control_flow, core, elementwise, linalg, reduce, shape  # noqa: F401
+from . import (  # noqa: F401
+    attention,
+    control_flow,
+    core,
+    elementwise,
+    image,
+    indexing,
+    linalg,
+    math,
+    nn,
+    quant,
+    reduce,
+    sequence,
+    shape,
+    signal,
+    strings,
+    training,
+)

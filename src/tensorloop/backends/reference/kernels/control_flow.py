@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ....errors import ExecutionError, LoopLimitError
-from ....ir.control_flow import LoopLayout, Sliced, Stacked, normalize_axis
+from ....errors import ExecutionError, LoopLimitError, TensorloopError
+from ....ir.control_flow import LoopLayout, Sliced, Stacked, normalize_axis, result_types_for
 from ....ir.graph import Graph
 from ....tensor.types import TensorType, Type
 from ..registry import KernelContext, kernel
@@ -54,25 +55,41 @@ def loop(
         for acc, y in zip(per_iteration, results[1 + k :], strict=True):
             acc.append(y)
         i += 1
-    # Zero trips: the body never ran, so stacked shapes come from its types, with symbolic
-    # dims bound from the shapes the body parameters would have had.
-    param_shapes = [
-        (),
-        *(np.shape(c) for c in rest[:k]),
-        *(tuple(np.delete(np.shape(src), a)) for src, a in zip(sources, axes, strict=True)),
-        *(np.shape(v) for v in invariants),
-    ]
+    types = [body.outputs[r].type for r in layout.per_iteration_results()]
+    if stacked and not per_iteration[0]:
+        types = _zero_trip_types(body, layout, rest, sources, axes) or types
     outputs = [
-        _stack(ctx, j, acc, st, body.outputs[r].type, _bind_symbols(body, param_shapes))
-        for j, (acc, st, r) in enumerate(
-            zip(per_iteration, stacked, layout.per_iteration_results(), strict=True)
-        )
+        _stack(ctx, j, acc, st, t)
+        for j, (acc, st, t) in enumerate(zip(per_iteration, stacked, types, strict=True))
     ]
     return (*carried, *outputs)
 
 
+def _zero_trip_types(
+    body: Graph, layout: LoopLayout, rest: Sequence[Any], sources: Sequence[Any], axes: list[int]
+) -> list[Type] | None:
+    """Zero trips: the body never ran, so the stacked shapes come from its types, re-inferred
+    with the concrete shapes its parameters would have had; None if that inference fails."""
+    k = layout.num_carried
+    shapes = [
+        (),
+        *(_shape(c) for c in rest[:k]),
+        *(tuple(np.delete(np.shape(src), a)) for src, a in zip(sources, axes, strict=True)),
+        *(_shape(v) for v in rest[k + len(sources) :]),
+    ]
+    param_types: list[Type] = []
+    for param, shape in zip(body.inputs, shapes, strict=True):
+        t = param.type
+        param_types.append(t.with_shape(shape) if isinstance(t, TensorType) else t)
+    try:
+        types = result_types_for(body, param_types)
+    except TensorloopError:
+        return None
+    return [types[r] for r in layout.per_iteration_results()]
+
+
 def _stack(
-    ctx: KernelContext, j: int, acc: list[Any], st: Stacked, t: Type, bindings: dict[str, int]
+    ctx: KernelContext, j: int, acc: list[Any], st: Stacked, t: Type
 ) -> np.ndarray[Any, Any]:
     if acc:
         axis = normalize_axis(st.axis, np.ndim(acc[0]) + 1, ctx.where)
@@ -87,22 +104,15 @@ def _stack(
     assert isinstance(t, TensorType)
     if t.shape is None:
         return np.zeros((0,), t.dtype.numpy)
-    # A dim neither static nor bound is taken as 0, as onnxruntime does for unknown scan shapes.
-    dims = [d if isinstance(d, int) else bindings.get(d, 0) for d in t.shape]
+    # A dim still unknown is taken as 0, as onnxruntime does for unknown scan shapes.
+    dims = [d if isinstance(d, int) else 0 for d in t.shape]
     dims.insert(normalize_axis(st.axis, len(dims) + 1, ctx.where), 0)
     return np.zeros(dims, t.dtype.numpy)
 
 
-def _bind_symbols(body: Graph, shapes: list[tuple[int, ...]]) -> dict[str, int]:
-    """Symbolic dims of the body's parameter types bound to concrete sizes."""
-    bindings: dict[str, int] = {}
-    for param, shape in zip(body.inputs, shapes, strict=True):
-        t = param.type
-        if isinstance(t, TensorType) and t.shape is not None and len(shape) == len(t.shape):
-            for d, n in zip(t.shape, shape, strict=True):
-                if isinstance(d, str) and d != "?":
-                    bindings.setdefault(d, int(n))
-    return bindings
+def _shape(value: Any) -> tuple[int, ...]:
+    """A tensor's shape; () for a sequence or an optional, which bind no dims."""
+    return np.shape(value) if isinstance(value, np.ndarray | np.generic) else ()
 
 
 @kernel("If")

@@ -1,4 +1,4 @@
-"""Reference kernels for the reductions: ReduceSum/Mean/Max/Min, ArgMax, CumSum and Softmax."""
+"""Reference kernels for the reductions: the Reduce* family, ArgMax/ArgMin, CumSum, Softmax."""
 
 from __future__ import annotations
 
@@ -41,11 +41,29 @@ def _mean(ctx: KernelContext, x: Array, axes: tuple[int, ...]) -> Array:
     return (total - np.fmod(total, count)) // count  # type: ignore[no-any-return]
 
 
+def _log_sum_exp(ctx: KernelContext, x: Array, axes: tuple[int, ...]) -> Array:
+    top = np.max(x, axes, keepdims=True, initial=-np.inf)
+    # Shift by the largest entry so exp cannot overflow; an infinite one needs no shift.
+    shift = np.where(np.isfinite(top), top, 0)
+    return np.log(np.sum(np.exp(x - shift), axes, np.float64, keepdims=True)) + shift  # type: ignore[no-any-return]
+
+
+def _sum_square(x: Array, axes: tuple[int, ...]) -> Array:
+    # Integer squares may wrap in the narrow type: the sum wraps to the same value either way.
+    return np.sum(x * x, axes, _accumulator(x), keepdims=True)  # type: ignore[no-any-return]
+
+
 _REDUCERS: dict[str, Callable[[KernelContext, Array, tuple[int, ...]], Array]] = {
     "ReduceSum": lambda ctx, x, axes: np.sum(x, axes, _accumulator(x), keepdims=True),
     "ReduceMean": _mean,
     "ReduceMax": lambda ctx, x, axes: np.max(x, axes, keepdims=True, initial=_extreme(x, True)),
     "ReduceMin": lambda ctx, x, axes: np.min(x, axes, keepdims=True, initial=_extreme(x, False)),
+    "ReduceProd": lambda ctx, x, axes: np.prod(x, axes, _accumulator(x), keepdims=True),
+    "ReduceL1": lambda ctx, x, axes: np.sum(np.abs(x), axes, _accumulator(x), keepdims=True),
+    "ReduceL2": lambda ctx, x, axes: np.sqrt(_sum_square(x, axes).astype(np.float64)),
+    "ReduceSumSquare": lambda ctx, x, axes: _sum_square(x, axes),
+    "ReduceLogSum": lambda ctx, x, axes: np.log(np.sum(x, axes, np.float64, keepdims=True)),
+    "ReduceLogSumExp": _log_sum_exp,
 }
 
 
@@ -53,13 +71,15 @@ def _reduction(fn: Callable[[KernelContext, Array, tuple[int, ...]], Array]) -> 
     def run(ctx: KernelContext, data: Any, axes: Any = None) -> Array:
         x = widen(data)
         listed = [] if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
-        if not listed and ctx.attr("noop_with_empty_axes"):
-            return np.asarray(data)
+        # With no axes and noop_with_empty_axes=1 the reduction is over no axes: what is left
+        # is the elementwise part (|x| for ReduceL1, log x for ReduceLogSum, x for ReduceSum).
+        everything = () if ctx.attr("noop_with_empty_axes") else range(x.ndim)
         try:
-            chosen = tuple(normalize_axes(listed, x.ndim) if listed else range(x.ndim))
+            chosen = tuple(normalize_axes(listed, x.ndim) if listed else everything)
         except ValueError as exc:
             raise fail(ctx, str(exc)) from None
-        y = np.asarray(fn(ctx, x, chosen))
+        with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf is the answer
+            y = np.asarray(fn(ctx, x, chosen))
         if not ctx.attr("keepdims"):
             y = y.reshape([d for i, d in enumerate(y.shape) if i not in chosen])
         with np.errstate(over="ignore"):  # an f64 sum past the narrow type's range is inf
@@ -72,17 +92,18 @@ for _name, _fn in _REDUCERS.items():
     kernel(_name)(_reduction(_fn))
 
 
-@kernel("ArgMax")
-def argmax(ctx: KernelContext, data: Any) -> Array:
+@kernel("ArgMax", "ArgMin")
+def arg_extreme(ctx: KernelContext, data: Any) -> Array:
     x = widen(data)
+    find = np.argmax if ctx.node.op == "ArgMax" else np.argmin
     axis = axis_in(ctx, ctx.attr("axis"), x.ndim)
     n = x.shape[axis]
     if n == 0:
-        raise fail(ctx, f"axis {axis} of shape {list(x.shape)} is empty: it has no largest entry")
+        raise fail(ctx, f"axis {axis} of shape {list(x.shape)} is empty: it has no such entry")
     if ctx.attr("select_last_index"):
-        index = n - 1 - np.argmax(np.flip(x, axis), axis=axis, keepdims=True)
+        index = n - 1 - find(np.flip(x, axis), axis=axis, keepdims=True)
     else:
-        index = np.argmax(x, axis=axis, keepdims=True)
+        index = find(x, axis=axis, keepdims=True)
     return np.asarray(index if ctx.attr("keepdims") else np.squeeze(index, axis)).astype(np.int64)
 
 

@@ -9,9 +9,10 @@ import numpy as np
 
 from ....ops.common import normalize_axes
 from ....ops.shape import range_length, reshape_dims, slice_bounds, split_sizes
-from ....tensor.dtypes import DType
+from ....tensor.dtypes import DType, from_numpy
 from ..registry import KernelContext, kernel
 from .elementwise import Array, axis_in, fail, is_float
+from .quant import convert
 
 T = TypeVar("T")
 
@@ -149,6 +150,9 @@ def constant_of_shape(ctx: KernelContext, shape: Any) -> Array:
 
 @kernel("Range")
 def range_(ctx: KernelContext, start: Any, limit: Any, delta: Any) -> Array:
+    for name, v in (("start", start), ("limit", limit), ("delta", delta)):
+        if np.size(v) != 1:
+            raise fail(ctx, f"{name} must hold one value, got shape {list(np.shape(v))}")
     s, stop, d = (np.asarray(v).reshape(()) for v in (start, limit, delta))
     n = _checked(ctx, range_length, s, stop, d)
     if is_float(s.dtype):
@@ -158,11 +162,19 @@ def range_(ctx: KernelContext, start: Any, limit: Any, delta: Any) -> Array:
     return (int(s) + np.arange(n, dtype=np.int64) * int(d)).astype(s.dtype)
 
 
+def _cast(ctx: KernelContext, data: Any, to: DType) -> Array:
+    saturate, round_mode = bool(ctx.attr("saturate")), ctx.attr("round_mode")
+    return _checked(ctx, convert, np.asarray(data), to, saturate, round_mode)
+
+
 @kernel("Cast")
 def cast(ctx: KernelContext, data: Any) -> Array:
-    to: DType = ctx.attr("to")
-    with np.errstate(all="ignore"):  # NaN or out-of-range floats to integers: C-like garbage
-        return np.asarray(data).astype(to.numpy)
+    return _cast(ctx, data, ctx.attr("to"))
+
+
+@kernel("CastLike")
+def cast_like(ctx: KernelContext, data: Any, target: Any) -> Array:
+    return _cast(ctx, data, from_numpy(np.asarray(target)))
 
 
 @kernel("Pad")

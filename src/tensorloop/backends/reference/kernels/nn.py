@@ -1,0 +1,588 @@
+"""Reference kernels for the nn ops: convolutions, pooling, normalizations, dropout and losses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ....ops.common import normalize_axes
+from ....ops.nn import Window, stash_dtype, transpose_out_shape, window
+from ....tensor.dtypes import from_numpy
+from ....tensor.types import TensorType
+from ..registry import KernelContext, kernel
+from .elementwise import Array, axis_in, fail, is_float, widen
+
+Geometry = list[tuple[int, int, int]]
+"""Per spatial axis: (output size, pad at the begin, pad at the end)."""
+
+
+def _checked(ctx: KernelContext, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a shared geometry helper, its ValueError becoming this node's ExecutionError."""
+    try:
+        return fn(*args)
+    except ValueError as exc:
+        raise fail(ctx, str(exc)) from None
+
+
+def _spatial(ctx: KernelContext, x: Array) -> tuple[int, ...]:
+    if x.ndim < 3:
+        raise fail(ctx, f"X of shape {list(x.shape)}: expected (N, C, D1, ...)")
+    return tuple(x.shape[2:])
+
+
+def _geometry(ctx: KernelContext, kernel_shape: Sequence[int], x: Array) -> tuple[Window, Geometry]:
+    sizes = _spatial(ctx, x)
+    if len(kernel_shape) != len(sizes):
+        raise fail(ctx, f"kernel {list(kernel_shape)} does not fit X of shape {list(x.shape)}")
+    win: Window = _checked(ctx, window, ctx.attrs, kernel_shape)
+    return win, [_checked(ctx, win.along, i, n) for i, n in enumerate(sizes)]
+
+
+def _kernel_of(ctx: KernelContext, w: Array) -> tuple[int, ...]:
+    given = ctx.attr("kernel_shape")
+    k = tuple(w.shape[2:]) if given is None else tuple(int(v) for v in given)
+    if k != tuple(w.shape[2:]):
+        raise fail(ctx, f"kernel_shape {list(k)} does not match W of shape {list(w.shape)}")
+    return k
+
+
+def _windows(x: Array, win: Window, geo: Geometry, fill: Any) -> Array:
+    """A (N, C, *out, *kernel) view of every window of ``x`` padded with ``fill``."""
+    widths = [(0, 0), (0, 0)]
+    for i, (out, begin, end) in enumerate(geo):
+        need = (out - 1) * win.strides[i] + win.span(i)
+        # ceil_mode can run the last window past the end pad: pad further so that it fits.
+        widths.append((begin, max(end, need - x.shape[2 + i] - begin)))
+    padded = np.pad(x, widths, constant_values=fill)
+    n = len(geo)
+    spans = [win.span(i) for i in range(n)]
+    view = sliding_window_view(padded, spans, axis=tuple(range(2, 2 + n)))
+    strided = tuple(
+        slice(0, (out - 1) * win.strides[i] + 1, win.strides[i])
+        for i, (out, _, _) in enumerate(geo)
+    )
+    dilated = tuple(slice(None, None, d) for d in win.dilations)
+    return view[(slice(None), slice(None), *strided, *dilated)]  # type: ignore[no-any-return]
+
+
+def _contract(ctx: KernelContext, patches: Array, w: Array, group: int) -> Array:
+    """im2col: patches (N, C, *out, *kernel) times W (M, C/group, *kernel) per group,
+    as one batched matmul, giving (N, M, *out)."""
+    n_, c = patches.shape[:2]
+    m, cg = w.shape[:2]
+    if c != cg * group or m % group:
+        raise fail(
+            ctx,
+            f"X has {c} channels and W of shape {list(w.shape)} takes {cg} per group for "
+            f"{group} groups (and needs its {m} outputs divisible by {group})",
+        )
+    n = w.ndim - 2
+    out = patches.shape[2 : 2 + n]
+    grouped = patches.reshape(n_, group, cg, *patches.shape[2:])
+    order = (1, 0, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))
+    cols = grouped.transpose(order).reshape(group, -1, cg * int(np.prod(w.shape[2:])))
+    filters = w.reshape(group, m // group, -1).transpose(0, 2, 1)
+    y = np.matmul(cols, filters).reshape(group, n_, *out, m // group)
+    back = (1, 0, 2 + n, *range(2, 2 + n))
+    return np.asarray(y.transpose(back).reshape(n_, m, *out))
+
+
+def _per_channel(v: Array, rank: int) -> Array:
+    """A length-C vector shaped to broadcast along axis 1 of a rank-``rank`` tensor."""
+    return v.reshape(-1, *[1] * (rank - 2))
+
+
+@kernel("Conv")
+def conv(ctx: KernelContext, data: Any, weight: Any, bias: Any = None) -> Array:
+    x, w = widen(data), widen(weight)
+    win, geo = _geometry(ctx, _kernel_of(ctx, w), x)
+    y = _contract(ctx, _windows(x, win, geo, 0), w, ctx.attr("group"))
+    if bias is not None:
+        y = y + _per_channel(widen(bias), y.ndim)
+    return y.astype(np.asarray(data).dtype)
+
+
+def _shifted(q: Any, zero_point: Any, rank: int) -> Array:
+    """Integers minus their zero point (a scalar, or one per output channel), exact in f64."""
+    shifted: Array = np.asarray(q).astype(np.float64)
+    if zero_point is not None:
+        z = np.asarray(zero_point).astype(np.float64)
+        shifted = shifted - (z.reshape(-1, *[1] * (rank - 1)) if z.size > 1 else z.reshape(()))
+    return shifted
+
+
+def _integer_conv(ctx: KernelContext, x: Any, x_zero: Any, w: Any, w_zero: Any) -> Array:
+    """The exact integer accumulator of a quantized conv: products of 8-bit values are summed
+    in f64, which is exact far beyond any realistic kernel size."""
+    xs, ws = _shifted(x, x_zero, 1), _shifted(w, w_zero, np.ndim(w))
+    win, geo = _geometry(ctx, _kernel_of(ctx, ws), xs)
+    return _contract(ctx, _windows(xs, win, geo, 0), ws, ctx.attr("group"))
+
+
+@kernel("ConvInteger")
+def conv_integer(
+    ctx: KernelContext, x: Any, w: Any, x_zero: Any = None, w_zero: Any = None
+) -> Array:
+    acc = _integer_conv(ctx, x, x_zero, w, w_zero)
+    return acc.astype(np.int64).astype(np.int32)  # wraps past int32, like the int32 accumulator
+
+
+@kernel("QLinearConv")
+def qlinear_conv(
+    ctx: KernelContext,
+    x: Any,
+    x_scale: Any,
+    x_zero: Any,
+    w: Any,
+    w_scale: Any,
+    w_zero: Any,
+    y_scale: Any,
+    y_zero: Any,
+    bias: Any = None,
+) -> Array:
+    acc = _integer_conv(ctx, x, x_zero, w, w_zero)
+    if bias is not None:
+        acc = acc + _per_channel(np.asarray(bias).astype(np.float64), acc.ndim)
+    # The requantization multiplier is a float32, as in the int32 -> float32 requantize step.
+    ws = np.asarray(w_scale, np.float32)
+    scale = np.float32(x_scale) * (ws.reshape(-1) if ws.size > 1 else ws.reshape(()))
+    scale = scale / np.float32(y_scale)
+    real = acc.astype(np.int64).astype(np.float32) * (
+        _per_channel(scale, acc.ndim) if np.ndim(scale) else scale
+    )
+    out_type = np.asarray(y_zero).dtype
+    info = np.iinfo(out_type)
+    q = np.rint(real) + np.asarray(y_zero).astype(np.float32)
+    return np.asarray(np.clip(q, info.min, info.max)).astype(out_type)
+
+
+@kernel("DeformConv")
+def deform_conv(
+    ctx: KernelContext, data: Any, weight: Any, offset: Any, bias: Any = None, mask: Any = None
+) -> Array:
+    x, w, off = widen(data), widen(weight), widen(offset)
+    k = _kernel_of(ctx, w)
+    win, geo = _geometry(ctx, k, x)
+    n_, c = x.shape[:2]
+    sizes, out = x.shape[2:], [g[0] for g in geo]
+    n, taps, og = len(k), int(np.prod(k)), ctx.attr("offset_group")
+    want = (n_, og * taps * n, *out)
+    if off.shape != want or c % og:
+        raise fail(
+            ctx,
+            f"offset of shape {list(off.shape)}: expected {list(want)}, with X's {c} channels "
+            f"divisible by offset_group {og}",
+        )
+    shifts = off.reshape(n_, og, taps, n, *out)
+    # Per spatial axis, where each tap of each window reads with no offset: (taps, *out).
+    tap = np.indices(k).reshape(n, taps)
+    base = [
+        (np.arange(o) * win.strides[i] - geo[i][1]).reshape(
+            1, *[-1 if j == i else 1 for j in range(n)]
+        )
+        + (tap[i] * win.dilations[i]).reshape(taps, *[1] * n)
+        for i, o in enumerate(out)
+    ]
+    pos = [base[i] + shifts[:, :, :, i] for i in range(n)]  # each (N, og, taps, *out)
+    lows = [np.floor(p) for p in pos]
+    grouped = x.reshape(n_, og, c // og, -1)
+    sampled = np.zeros((n_, og, c // og, taps * int(np.prod(out))), x.dtype)
+    # Multilinear interpolation: add up the 2^n corners around each position, zero outside X.
+    for corner in np.ndindex(*[2] * n):
+        weight_ = np.ones_like(pos[0])
+        flat = np.zeros(pos[0].shape, np.int64)
+        inside = np.ones(pos[0].shape, bool)
+        for i, bit in enumerate(corner):
+            at = lows[i] + bit
+            weight_ = weight_ * (1 - np.abs(pos[i] - at))
+            inside &= (at >= 0) & (at < sizes[i])
+            flat = flat * sizes[i] + np.clip(at, 0, sizes[i] - 1).astype(np.int64)
+        index = flat.reshape(n_, og, 1, -1)
+        picked = np.take_along_axis(
+            grouped, np.broadcast_to(index, (*grouped.shape[:3], index.shape[-1])), -1
+        )
+        sampled += picked * np.where(inside, weight_, 0).reshape(n_, og, 1, -1)
+    if mask is not None:
+        sampled = sampled * widen(mask).reshape(n_, og, 1, -1)
+    patches = sampled.reshape(n_, c, *k, *out)
+    patches = patches.transpose(0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n))
+    y = _contract(ctx, patches, w, ctx.attr("group"))
+    if bias is not None:
+        y = y + _per_channel(widen(bias), y.ndim)
+    return y.astype(np.asarray(data).dtype)
+
+
+def _crop(a: Array, begins: Sequence[int], sizes: Sequence[int]) -> Array:
+    """a[:, :, begin:begin+size per spatial axis], reading zeros outside ``a``."""
+    widths = [(0, 0), (0, 0)]
+    for i, (b, s) in enumerate(zip(begins, sizes, strict=True)):
+        widths.append((max(0, -b), max(0, b + s - a.shape[2 + i])))
+    if any(lo or hi for lo, hi in widths):
+        a = np.pad(a, widths)
+    index = [
+        slice(b + lo, b + lo + s) for b, s, (lo, _) in zip(begins, sizes, widths[2:], strict=True)
+    ]
+    return a[(slice(None), slice(None), *index)]
+
+
+@kernel("ConvTranspose")
+def conv_transpose(ctx: KernelContext, data: Any, weight: Any, bias: Any = None) -> Array:
+    x, w = widen(data), widen(weight)
+    sizes = _spatial(ctx, x)
+    k, group = _kernel_of(ctx, w), ctx.attr("group")
+    if w.ndim != x.ndim or w.shape[0] != x.shape[1] or x.shape[1] % group:
+        raise fail(
+            ctx,
+            f"W of shape {list(w.shape)} must be (C, M/group, k...) for X of {list(x.shape)} "
+            f"with {group} groups",
+        )
+    geo: Geometry = _checked(ctx, transpose_out_shape, ctx.attrs, k, sizes)
+    win: Window = _checked(ctx, window, ctx.attrs, k)
+    n_, c = x.shape[:2]
+    cg, mg, n = c // group, w.shape[1], len(k)
+    # Each input position scatters its kernel-sized block: cols (N, M, *k, *in) ...
+    xs = x.reshape(n_, group, cg, -1).transpose(1, 0, 3, 2)
+    cols = np.matmul(xs, w.reshape(group, 1, cg, -1))
+    cols = cols.reshape(group, n_, *sizes, mg, *k)
+    order = (1, 0, 2 + n, *range(3 + n, 3 + 2 * n), *range(2, 2 + n))
+    cols = cols.transpose(order).reshape(n_, group * mg, *k, *sizes)
+    # ... added into the full result at stride steps, one strided add per kernel tap.
+    full = [(s - 1) * win.strides[i] + win.span(i) for i, s in enumerate(sizes)]
+    y = np.zeros((n_, group * mg, *full), x.dtype)
+    for tap in np.ndindex(*k):
+        spots = tuple(
+            slice(t * d, t * d + (s - 1) * st + 1, st)
+            for t, d, s, st in zip(tap, win.dilations, sizes, win.strides, strict=True)
+        )
+        y[(slice(None), slice(None), *spots)] += cols[(slice(None), slice(None), *tap)]
+    y = _crop(y, [g[1] for g in geo], [g[0] for g in geo])
+    if bias is not None:
+        y = y + _per_channel(widen(bias), y.ndim)
+    return y.astype(np.asarray(data).dtype)
+
+
+# --- Pooling ------------------------------------------------------------------------------------
+
+
+def _pool_windows(ctx: KernelContext, x: Array, fill: Any) -> tuple[Array, Window, Geometry]:
+    win, geo = _geometry(ctx, [int(v) for v in ctx.attr("kernel_shape")], x)
+    return _windows(x, win, geo, fill), win, geo
+
+
+@kernel("AveragePool")
+def average_pool(ctx: KernelContext, data: Any) -> Array:
+    x = widen(data)
+    view, win, geo = _pool_windows(ctx, x, 0)
+    total = view.sum(tuple(range(x.ndim, view.ndim)))
+    # Divisors separate by axis: per axis, how many positions each window reads from X (or from
+    # X and its pads with count_include_pad=1; never the extra ceil_mode positions).
+    counts = np.ones(())
+    for i, (out, begin, end) in enumerate(geo):
+        size = x.shape[2 + i]
+        need = (out - 1) * win.strides[i] + win.span(i)
+        valid = np.zeros(max(begin + size + end, need))
+        if ctx.attr("count_include_pad"):
+            valid[: begin + size + end] = 1
+        else:
+            valid[begin : begin + size] = 1
+        per = sliding_window_view(valid, win.span(i))[
+            : (out - 1) * win.strides[i] + 1 : win.strides[i], :: win.dilations[i]
+        ].sum(-1)
+        counts = np.multiply.outer(counts, per)
+    with np.errstate(all="ignore"):  # a window wholly in the pads averages nothing: NaN
+        return np.asarray(total / counts).astype(np.asarray(data).dtype)
+
+
+@kernel("LpPool")
+def lp_pool(ctx: KernelContext, data: Any) -> Array:
+    x = widen(data)
+    view, _, _ = _pool_windows(ctx, x, 0)
+    p = ctx.attr("p")
+    total = np.sum(np.abs(view) ** p, axis=tuple(range(x.ndim, view.ndim)))
+    return np.asarray(total ** (1.0 / p)).astype(np.asarray(data).dtype)
+
+
+@kernel("MaxPool")
+def max_pool(ctx: KernelContext, data: Any) -> tuple[Array, Array]:
+    x = widen(data)
+    lowest = -np.inf if is_float(x.dtype) else np.iinfo(x.dtype).min
+    view, win, geo = _pool_windows(ctx, x, lowest)
+    n = x.ndim - 2
+    flat = view.reshape(*view.shape[: 2 + n], -1)
+    pick = np.argmax(flat, axis=-1)
+    y = np.take_along_axis(flat, pick[..., None], -1)[..., 0]
+    # Where each maximum sits in X: window start + tap * dilation, per spatial axis.
+    taps = np.unravel_index(pick, win.kernel)
+    sizes = x.shape[2:]
+    order = range(n) if not ctx.attr("storage_order") else range(n - 1, -1, -1)
+    index = np.zeros(pick.shape, np.int64)
+    for i in order:
+        start = np.arange(geo[i][0]) * win.strides[i] - geo[i][1]
+        at = start.reshape(-1, *[1] * (n - 1 - i)) + taps[i] * win.dilations[i]
+        index = index * sizes[i] + at
+    plane = int(np.prod(sizes))
+    channel = np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[0], x.shape[1], *[1] * n)
+    return y.astype(np.asarray(data).dtype), index + channel * plane
+
+
+_GLOBAL: dict[str, Callable[[KernelContext, Array, tuple[int, ...]], Any]] = {
+    "GlobalAveragePool": lambda ctx, x, axes: np.mean(x, axes, keepdims=True),
+    "GlobalMaxPool": lambda ctx, x, axes: np.max(x, axes, keepdims=True),
+    "GlobalLpPool": lambda ctx, x, axes: (
+        np.sum(np.abs(x) ** ctx.attr("p"), axes, keepdims=True) ** (1.0 / ctx.attr("p"))
+    ),
+}
+
+
+@kernel(*_GLOBAL)
+def global_pool(ctx: KernelContext, data: Any) -> Array:
+    x = widen(data)
+    if x.ndim < 2:
+        raise fail(ctx, f"X of shape {list(x.shape)}: expected (N, C, ...)")
+    y = _GLOBAL[ctx.node.op](ctx, x, tuple(range(2, x.ndim)))
+    return np.asarray(y).astype(np.asarray(data).dtype)
+
+
+@kernel("MaxUnpool")
+def max_unpool(ctx: KernelContext, data: Any, indices: Any, output_shape: Any = None) -> Array:
+    x, where = np.asarray(data), np.asarray(indices)
+    if where.shape != x.shape:
+        raise fail(ctx, f"I of shape {list(where.shape)} must match X of {list(x.shape)}")
+    if output_shape is not None:
+        shape = [int(v) for v in np.asarray(output_shape).reshape(-1)]
+    else:
+        kernel_shape = [int(v) for v in ctx.attr("kernel_shape")]
+        win: Window = _checked(ctx, window, ctx.attrs, kernel_shape)
+        n = len(kernel_shape)
+        shape = [
+            *x.shape[:2],
+            *[
+                (d - 1) * win.strides[i] + kernel_shape[i] - win.pads[i] - win.pads[i + n]
+                for i, d in enumerate(_spatial(ctx, x))
+            ],
+        ]
+    out = np.zeros(int(np.prod(shape)), x.dtype)
+    if where.size and (where.min() < 0 or where.max() >= out.size):
+        raise fail(ctx, f"an index in I is outside the output of shape {shape}")
+    out[where.reshape(-1)] = x.reshape(-1)
+    return out.reshape(shape)
+
+
+# --- Normalizations -----------------------------------------------------------------------------
+
+
+def _normalized(x: Array, axes: tuple[int, ...], epsilon: float) -> tuple[Array, Array, Array]:
+    """(x - mean) / sqrt(var + epsilon) over ``axes``, with the mean and 1/sqrt(var + eps)."""
+    mean = np.mean(x, axes, keepdims=True)
+    centered = x - mean
+    inv = 1 / np.sqrt(np.mean(centered * centered, axes, keepdims=True) + x.dtype.type(epsilon))
+    return centered * inv, mean, inv
+
+
+@kernel("BatchNormalization")
+def batch_norm(
+    ctx: KernelContext, data: Any, scale: Any, b: Any, mean: Any, var: Any
+) -> tuple[Array, Array, Array]:
+    x = widen(data)
+    stats = np.asarray(mean).dtype
+    mu, sigma2 = widen(mean), widen(var)
+    running_mean, running_var = np.asarray(mean), np.asarray(var)
+    if ctx.attr("training_mode"):
+        axes = tuple(i for i in range(x.ndim) if i != 1)
+        mu, sigma2 = np.mean(x, axes), np.var(x, axes)
+        momentum = ctx.attr("momentum")
+        running_mean = (widen(mean) * momentum + mu * (1 - momentum)).astype(stats)
+        running_var = (widen(var) * momentum + sigma2 * (1 - momentum)).astype(stats)
+    eps = ctx.attr("epsilon")
+    y = (x - _per_channel(mu, x.ndim)) / np.sqrt(_per_channel(sigma2, x.ndim) + eps)
+    y = y * _per_channel(widen(scale), x.ndim) + _per_channel(widen(b), x.ndim)
+    return y.astype(np.asarray(data).dtype), running_mean, running_var
+
+
+@kernel("InstanceNormalization")
+def instance_norm(ctx: KernelContext, data: Any, scale: Any, b: Any) -> Array:
+    x = widen(data)
+    y, _, _ = _normalized(x, tuple(range(2, x.ndim)), ctx.attr("epsilon"))
+    y = y * _per_channel(widen(scale), x.ndim) + _per_channel(widen(b), x.ndim)
+    return y.astype(np.asarray(data).dtype)
+
+
+def _stash(ctx: KernelContext, data: Array) -> np.dtype[Any]:
+    return stash_dtype(TensorType(from_numpy(data), None), ctx.attr("stash_type")).numpy
+
+
+@kernel("LayerNormalization")
+def layer_norm(
+    ctx: KernelContext, data: Any, scale: Any, b: Any = None
+) -> tuple[Array, Array, Array]:
+    x = np.asarray(data)
+    axis = axis_in(ctx, ctx.attr("axis"), x.ndim)
+    stash = _stash(ctx, x)
+    y, mean, inv = _normalized(
+        widen(x.astype(stash)), tuple(range(axis, x.ndim)), ctx.attr("epsilon")
+    )
+    # The normalized values round to X's type before the affine step, as the ONNX function does.
+    y = widen(y.astype(x.dtype)) * widen(scale)
+    if b is not None:
+        y = y + widen(b)
+    return y.astype(x.dtype), mean.astype(stash), inv.astype(stash)
+
+
+@kernel("GroupNormalization")
+def group_norm(ctx: KernelContext, data: Any, scale: Any, bias: Any) -> Array:
+    x = np.asarray(data)
+    g, c = ctx.attr("num_groups"), x.shape[1]
+    if c % g:
+        raise fail(ctx, f"X's {c} channels do not split into {g} groups")
+    grouped = widen(x.astype(_stash(ctx, x))).reshape(x.shape[0], g, -1)
+    y, _, _ = _normalized(grouped, (2,), ctx.attr("epsilon"))
+    y = widen(y.reshape(x.shape).astype(x.dtype))
+    y = y * _per_channel(widen(scale), x.ndim) + _per_channel(widen(bias), x.ndim)
+    return y.astype(x.dtype)
+
+
+@kernel("RMSNormalization")
+def rms_norm(ctx: KernelContext, data: Any, scale: Any) -> Array:
+    x, s = np.asarray(data), np.asarray(scale)
+    axis = axis_in(ctx, ctx.attr("axis"), x.ndim)
+    xs = widen(x.astype(_stash(ctx, x)))
+    axes = tuple(range(axis, x.ndim))
+    eps = xs.dtype.type(ctx.attr("epsilon"))
+    y = xs / np.sqrt(np.mean(xs * xs, axes, keepdims=True) + eps)
+    return (widen(y.astype(s.dtype)) * widen(s)).astype(s.dtype)
+
+
+@kernel("LpNormalization")
+def lp_norm(ctx: KernelContext, data: Any) -> Array:
+    x = widen(data)
+    axis = axis_in(ctx, ctx.attr("axis"), x.ndim)
+    if ctx.attr("p") == 1:
+        norm = np.sum(np.abs(x), axis, keepdims=True)
+    else:
+        norm = np.sqrt(np.sum(x * x, axis, keepdims=True))
+    with np.errstate(all="ignore"):  # a zero norm gives 0 below, not NaN
+        y = np.where(norm == 0, 0, x / norm)
+    return y.astype(np.asarray(data).dtype)
+
+
+@kernel("MeanVarianceNormalization")
+def mean_variance_norm(ctx: KernelContext, data: Any) -> Array:
+    x = widen(data)
+    axes = tuple(_checked(ctx, normalize_axes, [int(a) for a in ctx.attr("axes")], x.ndim))
+    centered = x - np.mean(x, axes, keepdims=True)
+    std = np.sqrt(np.mean(centered * centered, axes, keepdims=True))
+    return np.asarray(centered / (std + x.dtype.type(1e-9))).astype(np.asarray(data).dtype)
+
+
+@kernel("LRN")
+def lrn(ctx: KernelContext, data: Any) -> Array:
+    x = widen(data)
+    size = ctx.attr("size")
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    squares = np.pad(x * x, [(0, 0), (before, after), *[(0, 0)] * (x.ndim - 2)])
+    total = sliding_window_view(squares, size, axis=1).sum(-1)
+    scale = ctx.attr("bias") + ctx.attr("alpha") / size * total
+    return np.asarray(x / scale ** ctx.attr("beta")).astype(np.asarray(data).dtype)
+
+
+@kernel("Dropout")
+def dropout(
+    ctx: KernelContext, data: Any, ratio: Any = None, training_mode: Any = None
+) -> tuple[Array, Array]:
+    x = np.asarray(data)
+    rate = 0.5 if ratio is None else float(np.asarray(ratio).astype(np.float64).reshape(()))
+    training = training_mode is not None and bool(np.asarray(training_mode).reshape(()))
+    if not training or rate == 0:
+        return x, np.ones(x.shape, bool)
+    if not 0 <= rate < 1:
+        raise fail(ctx, f"ratio must be in [0, 1), got {rate}")
+    seed = ctx.attr("seed")
+    # A seed picks NumPy's classic Mersenne Twister, so a seeded mask is reproducible anywhere.
+    draws = (
+        np.random.default_rng().random(x.shape)
+        if seed is None
+        else (np.random.RandomState(seed).uniform(0, 1, x.shape))
+    )
+    keep = draws >= rate
+    y = widen(x) * keep / (1 - rate)
+    return y.astype(x.dtype), keep
+
+
+# --- Losses -------------------------------------------------------------------------------------
+
+
+def _nll(ctx: KernelContext, logp: Array, target: Any, weight: Any) -> Array:
+    """NegativeLogLikelihoodLoss on the widened (N, C, d...) log-probabilities."""
+    t = np.asarray(target).astype(np.int64)
+    classes = logp.shape[1]
+    if t.shape != (logp.shape[0], *logp.shape[2:]):
+        raise fail(ctx, f"target of shape {list(t.shape)} does not fit input {list(logp.shape)}")
+    ignore = ctx.attr("ignore_index")
+    ignored = np.zeros(t.shape, bool) if ignore is None else t == ignore
+    bad = ~ignored & ((t < 0) | (t >= classes))
+    if bad.any():
+        raise fail(ctx, f"target {int(t[bad][0])} is not a class index in [0, {classes})")
+    safe = np.where(ignored, 0, t)
+    picked = np.take_along_axis(logp, safe[:, None], 1)[:, 0]
+    w = np.ones(classes, logp.dtype) if weight is None else widen(weight)
+    weights = np.where(ignored, 0, w[safe])
+    loss = -picked * weights
+    reduction = ctx.attr("reduction")
+    if reduction == "none":
+        return loss  # type: ignore[no-any-return]
+    total = np.sum(loss, dtype=np.float64)
+    if reduction == "sum":
+        return np.asarray(total)
+    with np.errstate(all="ignore"):  # all entries ignored: 0 / 0
+        return np.asarray(total / np.sum(weights, dtype=np.float64))
+
+
+@kernel("NegativeLogLikelihoodLoss")
+def nll_loss(ctx: KernelContext, data: Any, target: Any, weight: Any = None) -> Array:
+    return _nll(ctx, widen(data), target, weight).astype(np.asarray(data).dtype)
+
+
+@kernel("SoftmaxCrossEntropyLoss")
+def softmax_cross_entropy(
+    ctx: KernelContext, scores: Any, labels: Any, weights: Any = None
+) -> tuple[Array, Array]:
+    x = widen(scores)
+    if x.ndim < 2:
+        raise fail(ctx, f"scores of shape {list(x.shape)}: expected (N, C, d1, ...)")
+    shifted = x - np.max(x, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    dt = np.asarray(scores).dtype
+    return _nll(ctx, logp, labels, weights).astype(dt), logp.astype(dt)
+
+
+@kernel("CausalConvWithState")
+def causal_conv(
+    ctx: KernelContext, data: Any, weight: Any, bias: Any = None, past: Any = None
+) -> tuple[Array, Array]:
+    x, w = np.asarray(data), np.asarray(weight)
+    b, c, _ = x.shape
+    k = w.shape[2]
+    if w.shape != (c, 1, k) or k < 1:
+        raise fail(ctx, f"weight of shape {list(w.shape)}: expected ({c}, 1, k) with k >= 1")
+    state = np.zeros((b, c, k - 1), x.dtype) if past is None else np.asarray(past)
+    if state.shape != (b, c, k - 1):
+        raise fail(ctx, f"past_state of shape {list(state.shape)}: expected {[b, c, k - 1]}")
+    prefixed = np.concatenate([state, x], axis=2)
+    wide, length = widen(prefixed), x.shape[2]
+    # Output t sees prefixed positions t .. t+k-1: one shifted multiply-add per tap.
+    y = sum(
+        (wide[:, :, j : j + length] * widen(w)[:, :, j] for j in range(k)),
+        np.zeros(x.shape, wide.dtype),
+    )
+    if bias is not None:
+        y = y + widen(bias)[:, None]
+    y = y.astype(x.dtype)
+    if ctx.attr("activation") in ("silu", "swish"):
+        # The activation runs in float32 on the rounded convolution, as the ONNX function does.
+        z = y.astype(np.float32) if x.dtype.itemsize < 4 else y
+        with np.errstate(over="ignore"):
+            y = (z / (1 + np.exp(-z))).astype(x.dtype)
+    return y, prefixed[:, :, prefixed.shape[2] - (k - 1) :]

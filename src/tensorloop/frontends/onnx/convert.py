@@ -1,0 +1,335 @@
+"""The ONNX converter registry: one function per (op type, first opset it applies to).
+
+An ONNX node whose op type has no registered converter becomes the core op of the same name
+with the same attributes: the core op set follows the newest ONNX semantics. A converter is
+registered for an op that needs more than that: an older opset's attributes moved to inputs
+(``since``), a lowering to several core ops, or a subgraph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ...errors import FormatError
+from ...ir.emit import Emitter
+from ...ir.graph import Graph, Value
+from ...tensor.dtypes import DType
+from ...tensor.types import UNKNOWN, Dim, OptionalType, SequenceType, TensorType, Type
+
+if TYPE_CHECKING:
+    from .importer import Scope
+
+Converter = Callable[["NodeContext"], Sequence[Value | None]]
+"""``fn(ctx) -> outputs``: one Value per ONNX output of the node (None for one left unnamed)."""
+
+DEFAULT_DOMAIN = ""
+_CONVERTERS: dict[tuple[str, str], list[tuple[int, int | None, Converter]]] = {}
+_MISSING: Any = object()
+
+
+def converter(
+    *op_types: str, since: int = 1, until: int | None = None, domain: str = DEFAULT_DOMAIN
+) -> Callable[[Converter], Converter]:
+    """Register ``fn`` for ``op_types`` in models whose opset of ``domain`` is in [since, until).
+
+    Of the registered functions whose range holds the model's opset, the one with the greatest
+    ``since`` converts the node; with none, it becomes the same-named core op. An adapter for
+    old opsets only (an attribute that later became an input) gives ``until``.
+    """
+
+    def register(fn: Converter) -> Converter:
+        for t in op_types:
+            entries = _CONVERTERS.setdefault((domain, t), [])
+            if any(s == since for s, _, _ in entries):
+                raise FormatError(f"ONNX op {t} (since opset {since}) has two converters")
+            entries.append((since, until, fn))
+            entries.sort(key=lambda e: e[0])
+        return fn
+
+    return register
+
+
+def find_converter(domain: str, op_type: str, opset: int) -> Converter | None:
+    _load_converters()
+    best: Converter | None = None
+    for since, until, fn in _CONVERTERS.get((domain, op_type), []):
+        if since <= opset and (until is None or opset < until):
+            best = fn
+    return best
+
+
+def _load_converters() -> None:
+    from . import (  # noqa: F401
+        ops_control,
+        ops_indexing,
+        ops_math,
+        ops_misc,
+        ops_nn,
+        ops_quant,
+        ops_rnn,
+        ops_sequence,
+        ops_signal,
+    )
+
+
+_P = onnx.TensorProto
+ONNX_DTYPES: dict[int, DType] = {
+    _P.FLOAT: DType.float32, _P.UINT8: DType.uint8, _P.INT8: DType.int8,
+    _P.UINT16: DType.uint16, _P.INT16: DType.int16, _P.INT32: DType.int32,
+    _P.INT64: DType.int64, _P.STRING: DType.string, _P.BOOL: DType.bool,
+    _P.FLOAT16: DType.float16, _P.DOUBLE: DType.float64, _P.UINT32: DType.uint32,
+    _P.UINT64: DType.uint64, _P.BFLOAT16: DType.bfloat16,
+    _P.FLOAT8E4M3FN: DType.float8e4m3fn, _P.FLOAT8E4M3FNUZ: DType.float8e4m3fnuz,
+    _P.FLOAT8E5M2: DType.float8e5m2, _P.FLOAT8E5M2FNUZ: DType.float8e5m2fnuz,
+    _P.UINT4: DType.uint4, _P.INT4: DType.int4, _P.FLOAT4E2M1: DType.float4e2m1,
+    _P.FLOAT8E8M0: DType.float8e8m0, _P.UINT2: DType.uint2, _P.INT2: DType.int2,
+}  # fmt: skip
+"""The ONNX TensorProto element types tensorloop reads, by number (COMPLEX*, FLOAT6* are not)."""
+
+
+def onnx_dtype(elem_type: int, where: str) -> DType:
+    """The DType of ONNX element type number ``elem_type``; a FormatError names the others."""
+    found = ONNX_DTYPES.get(elem_type)
+    if found is not None:
+        return found
+    if elem_type in _P.DataType.values() and elem_type != _P.UNDEFINED:
+        name = _P.DataType.Name(elem_type)
+        raise FormatError(f"{where}: ONNX element type {name} is not supported")
+    raise FormatError(f"{where}: unknown ONNX element type {elem_type}")
+
+
+def dtype_attrs(op_type: str, attrs: dict[str, Any], where: str) -> dict[str, Any]:
+    """ONNX names element types by TensorProto number; a core op whose attribute schema wants a
+    DType (Cast's ``to``, say) gets the DType."""
+    from ...errors import UnsupportedOpError
+    from ...ir.opdef import get_opdef
+
+    try:
+        specs = get_opdef(op_type).attrs
+    except UnsupportedOpError:
+        return attrs
+    out = dict(attrs)
+    for key, value in attrs.items():
+        spec = specs.get(key)
+        if spec is not None and spec.kind is DType and isinstance(value, int):
+            if value == _P.UNDEFINED and spec.default is None:  # ONNX's way to leave it unset
+                del out[key]
+            else:
+                out[key] = onnx_dtype(value, f"{where}: attribute '{key}'")
+    return out
+
+
+def attribute_value(attr: onnx.AttributeProto, where: str) -> Any:
+    """An ONNX attribute as a Python value: int, float, str, ndarray, GraphProto or a tuple."""
+    A = onnx.AttributeProto
+    t = attr.type
+    if t == A.INT:
+        return int(attr.i)
+    if t == A.FLOAT:
+        return float(attr.f)
+    if t == A.STRING:
+        return attr.s.decode("utf-8", errors="replace")
+    if t == A.TENSOR:
+        return tensor_value(attr.t, where)
+    if t == A.SPARSE_TENSOR:
+        return _sparse_value(attr.sparse_tensor, where)
+    if t == A.GRAPH:
+        return attr.g
+    if t == A.INTS:
+        return tuple(int(x) for x in attr.ints)
+    if t == A.FLOATS:
+        return tuple(float(x) for x in attr.floats)
+    if t == A.STRINGS:
+        return tuple(s.decode("utf-8", errors="replace") for s in attr.strings)
+    if t == A.TENSORS:
+        return tuple(tensor_value(x, where) for x in attr.tensors)
+    if t == A.GRAPHS:
+        return tuple(attr.graphs)
+    if t == A.TYPE_PROTO:
+        return type_from_proto(attr.tp, f"{where}: attribute '{attr.name}'")
+    raise FormatError(f"{where}: attribute '{attr.name}' has unsupported type {t}")
+
+
+def tensor_value(
+    proto: onnx.TensorProto, where: str, base_dir: str | None = None
+) -> np.ndarray[Any, Any]:
+    """A TensorProto's data as a read-only array of its tensorloop element type."""
+    if proto.data_location == onnx.TensorProto.EXTERNAL:
+        raise FormatError(
+            f"{where}: tensor '{proto.name}' keeps its data in an external file; load the model "
+            "from its path so the data can be found"
+        )
+    onnx_dtype(proto.data_type, f"{where}: tensor '{proto.name}'")
+    try:
+        arr = numpy_helper.to_array(proto, base_dir or "")
+    except Exception as exc:
+        raise FormatError(f"{where}: tensor '{proto.name}' cannot be read: {exc}") from None
+    arr = np.array(arr, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+def _sparse_value(proto: onnx.SparseTensorProto, where: str) -> np.ndarray[Any, Any]:
+    values = tensor_value(proto.values, where)
+    indices = numpy_helper.to_array(proto.indices).astype(np.int64)
+    dims = tuple(int(d) for d in proto.dims)
+    dense = np.zeros(dims, dtype=values.dtype)
+    flat = dense.reshape(-1)
+    if indices.ndim == 2:  # [NNZ, rank] coordinates
+        indices = np.ravel_multi_index(tuple(indices.T), dims) if indices.size else indices[:, 0]
+    if indices.size and (indices.min() < 0 or indices.max() >= flat.size):
+        raise FormatError(f"{where}: sparse tensor index out of range for shape {list(dims)}")
+    flat[indices.reshape(-1)] = values.reshape(-1)
+    dense.setflags(write=False)
+    return dense
+
+
+def value_info_type(vi: onnx.ValueInfoProto, where: str, required: bool = True) -> Type | None:
+    if not vi.HasField("type"):
+        if required:
+            raise FormatError(f"{where}: no type is declared")
+        return None
+    return type_from_proto(vi.type, where)
+
+
+def type_from_proto(tp: onnx.TypeProto, where: str) -> Type | None:
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        tt = tp.tensor_type
+        if tt.elem_type == 0:
+            return None
+        shape: list[Dim] | None = None
+        if tt.HasField("shape"):
+            shape = []
+            for d in tt.shape.dim:
+                which = d.WhichOneof("value")
+                if which == "dim_value" and d.dim_value >= 0:
+                    shape.append(int(d.dim_value))
+                elif which == "dim_param" and d.dim_param:
+                    shape.append(d.dim_param)
+                else:
+                    shape.append(UNKNOWN)
+        return TensorType(onnx_dtype(tt.elem_type, where), shape)
+    if kind == "sequence_type":
+        elem = type_from_proto(tp.sequence_type.elem_type, where)
+        return None if elem is None else SequenceType(elem)
+    if kind == "optional_type":
+        elem = type_from_proto(tp.optional_type.elem_type, where)
+        return None if elem is None else OptionalType(elem)
+    if kind is None:
+        return None
+    raise FormatError(f"{where}: {kind.replace('_', ' ')} values are not supported")
+
+
+@dataclass
+class NodeContext:
+    """What a converter sees: the node, its opset, its inputs as Values, and an emitter."""
+
+    node: onnx.NodeProto
+    opset: int
+    inputs: list[Value | None]
+    attrs: dict[str, Any]
+    em: Emitter
+    scope: Scope
+    where: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def op_type(self) -> str:
+        return self.node.op_type
+
+    @property
+    def num_outputs(self) -> int:
+        """How many outputs the node lists (trailing optional ones may be left off)."""
+        return len(self.node.output)
+
+    def wants(self, index: int) -> bool:
+        """True if the node names output ``index`` (an optional output it may skip)."""
+        return index < len(self.node.output) and bool(self.node.output[index])
+
+    def error(self, message: str) -> FormatError:
+        return FormatError(f"{self.where}: {message}")
+
+    def has(self, index: int) -> bool:
+        return index < len(self.inputs) and self.inputs[index] is not None
+
+    def input(self, index: int, what: str = "") -> Value:
+        """Input ``index``; a clear error when the node leaves it out."""
+        if not self.has(index):
+            label = f" ({what})" if what else ""
+            raise self.error(f"input #{index}{label} is required")
+        v = self.inputs[index]
+        assert v is not None
+        return v
+
+    def const_input(self, index: int, what: str = "") -> np.ndarray[Any, Any]:
+        """The value of input ``index``, which must be a constant (initializer or Constant)."""
+        data = self.input(index, what).constant
+        if data is None:
+            label = f" ({what})" if what else ""
+            raise self.error(f"input #{index}{label} must be a constant")
+        return data
+
+    def attr(self, key: str, default: Any = _MISSING) -> Any:
+        if key in self.attrs:
+            return self.attrs[key]
+        if default is _MISSING:
+            raise self.error(f"missing required attribute '{key}'")
+        return default
+
+    def op(
+        self,
+        op_type: str,
+        inputs: Sequence[Value | None],
+        attrs: Mapping[str, Any] | None = None,
+        num_outputs: int = 1,
+    ) -> list[Value]:
+        """Add core op ``op_type``; returns its outputs."""
+        outs = self.em.ops(op_type, list(inputs), dict(attrs or {}))
+        if len(outs) != num_outputs:
+            raise self.error(f"core op {op_type} gave {len(outs)} outputs, expected {num_outputs}")
+        return outs
+
+    def op1(
+        self, op_type: str, inputs: Sequence[Value | None], attrs: Mapping[str, Any] | None = None
+    ) -> Value:
+        return self.op(op_type, inputs, attrs)[0]
+
+    def const(self, value: Any, dtype_: Any = None) -> Value:
+        return self.em.const(value, dtype_)
+
+    def ints(self, values: Sequence[int] | int) -> Value:
+        return self.em.ints(values)
+
+    def subgraph(
+        self, key: str, param_types: Sequence[Type | None] | None = None
+    ) -> tuple[Graph, list[Value]]:
+        """Convert graph attribute ``key`` into a closed Graph.
+
+        ``param_types`` overrides the types of the subgraph's formal inputs (None keeps the
+        declared one). Values the subgraph reads from enclosing scopes become extra trailing
+        parameters; the outer Values to pass for them are returned beside the graph.
+        """
+        proto = self.attr(key)
+        if not isinstance(proto, onnx.GraphProto):
+            raise self.error(f"attribute '{key}' must be a graph")
+        return self.scope.convert_subgraph(proto, self, key, param_types)
+
+    def same_default(self) -> list[Value]:
+        """The node as the same-named core op with its attributes (what no converter means).
+
+        The core op makes all its outputs; the node may name fewer (trailing optional ones).
+        """
+        outs = self.em.ops(self.op_type, list(self.inputs), dict(self.attrs))
+        if len(outs) < self.num_outputs:
+            raise self.error(
+                f"core op {self.op_type} gave {len(outs)} outputs, the node names "
+                f"{self.num_outputs}"
+            )
+        return outs

@@ -1,0 +1,65 @@
+"""ONNX converters for the maths ops' old opsets: Softmax-like ops on a 2-D view, Clip's bounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.graph import Value
+from .convert import NodeContext, converter
+
+
+@converter("Softmax", "LogSoftmax", "Hardmax", until=13)
+def _on_matrix(ctx: NodeContext) -> list[Value]:
+    """Before opset 13 these ops see the input as a matrix whose rows join the axes from ``axis``
+    on (default 1), and normalize each row; the result takes back the input's shape."""
+    x = ctx.input(0)
+    t = x.tensor_type
+    if t.shape is None:
+        raise ctx.error(f"opset {ctx.opset} {ctx.op_type} needs an input of known rank, got {t}")
+    rank = len(t.shape)
+    axis = ctx.attr("axis", 1)
+    if not -rank <= axis <= rank:
+        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
+    axis += rank if axis < 0 else 0
+    if axis == rank - 1:  # the rows are already the last axis
+        return [ctx.op1(ctx.op_type, [x], {"axis": -1})]
+    rows = ctx.op1("Reshape", [x, _matrix_shape(ctx, x, axis)])
+    y = ctx.op1(ctx.op_type, [rows], {"axis": 1})
+    shape = ctx.ints(list(t.static_shape)) if t.is_static else ctx.op1("Shape", [x])
+    return [ctx.op1("Reshape", [y, shape])]
+
+
+def _matrix_shape(ctx: NodeContext, x: Value, axis: int) -> Value:
+    """[outer, inner]: the products of x's dims before ``axis`` and from it on; what is known
+    before running is a constant, -1 stands for the other."""
+    dims = x.tensor_type.shape
+    assert dims is not None
+    outer, inner = dims[:axis], dims[axis:]
+    known = [math.prod(int(d) for d in part) for part in (outer, inner) if _static(part)]
+    if len(known) == 2:
+        return ctx.ints(known)
+    if _static(inner):
+        return ctx.ints([-1, *known])
+    if _static(outer):
+        return ctx.ints([*known, -1])
+    # Neither product is known yet: the inner one is the first running product from the end.
+    tail = ctx.op1("Shape", [x], {"start": axis})
+    products = ctx.op1("CumProd", [tail, ctx.ints(0)], {"reverse": 1})
+    row = ctx.op1("Slice", [products, ctx.ints([0]), ctx.ints([1])])
+    return ctx.op1("Concat", [ctx.ints([-1]), row], {"axis": 0})
+
+
+def _static(dims: tuple[int | str, ...]) -> bool:
+    return all(isinstance(d, int) for d in dims)
+
+
+@converter("Clip", until=11)
+def _clip_old(ctx: NodeContext) -> list[Value]:
+    """Clip before opset 11: the bounds are the float attributes min and max (absent: none)."""
+    x = ctx.input(0)
+    dt = x.tensor_type.dtype.numpy
+    bounds = [ctx.attr(key, None) for key in ("min", "max")]
+    inputs = [None if b is None else ctx.const(np.asarray(b, dt)) for b in bounds]
+    return [ctx.op1("Clip", [x, *inputs])]

@@ -1,0 +1,103 @@
+"""fold_constants: evaluate nodes whose inputs are all known before running, once, at build time."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import TensorloopError
+from ..ir.emit import Emitter
+from ..ir.graph import Graph, Node, Value
+from ..tensor.types import TensorType
+from .base import Pass, PassResult
+from .dead_code import has_side_effects
+
+# Ops whose result is not a function of their inputs alone, or that hold bodies.
+NOT_FOLDABLE = frozenset(
+    {"Constant", "Loop", "If", "ReadVariable", "Assign", "Dropout", "Multinomial", "Bernoulli"}
+    | {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+)
+MAX_FOLDED_ELEMENTS = 1 << 16  # larger results stay computed at run time, keeping models small
+
+
+def _static_shape(node: Node) -> tuple[int, ...] | None:
+    t = node.inputs[0].type if node.inputs and node.inputs[0] is not None else None
+    if (
+        isinstance(t, TensorType)
+        and t.shape is not None
+        and all(isinstance(d, int) for d in t.shape)
+    ):
+        return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+    return None
+
+
+def folded_values(node: Node) -> list[np.ndarray[Any, Any]] | None:
+    """The outputs of ``node`` if they are known without running the graph, else None: all its
+    inputs are constants, or it is Shape/Size of a tensor whose shape is static."""
+    if node.op in NOT_FOLDABLE or node.subgraphs or has_side_effects(node):
+        return None
+    if not all(isinstance(o.type, TensorType) for o in node.outputs):
+        return None
+    if node.op in ("Shape", "Size") and (shape := _static_shape(node)) is not None:
+        if node.op == "Size":
+            return [np.asarray(math.prod(shape), np.int64)]
+        start, end = node.attrs.get("start", 0), node.attrs.get("end")
+        return [np.asarray(shape[start:end], np.int64)]
+    args = [None if v is None else v.constant for v in node.inputs]
+    if any(a is None for a, v in zip(args, node.inputs, strict=True) if v is not None):
+        return None
+    from ..backends.reference.interpreter import Interpreter
+
+    try:
+        with np.errstate(all="ignore"):
+            outs = Interpreter().run_node(node, args)
+    except TensorloopError:
+        return None  # a failure is the run's to report, with the run's inputs
+    if any(np.size(o) > MAX_FOLDED_ELEMENTS for o in outs):
+        return None
+    return [np.asarray(o) for o in outs]
+
+
+def fold_node(node: Node) -> list[Value] | None:
+    """Replace ``node`` by Constants of its outputs when they are known; the Constants' values
+    (named as the outputs were), or None if the node stays."""
+    values = folded_values(node)
+    graph = node.graph
+    if values is None or graph is None:
+        return None
+    em = Emitter(graph, anchor=node)
+    consts: list[Value] = []
+    for out, data in zip(node.outputs, values, strict=True):
+        data = np.array(data, copy=True)
+        data.setflags(write=False)
+        const = em.op("Constant", [], {"value": data})
+        out.replace_all_uses_with(const)
+        if out in graph.outputs:
+            graph.outputs = [const if o is out else o for o in graph.outputs]
+        graph.rename(const, _free(graph, out.name))
+        consts.append(const)
+    graph.erase(node)
+    return consts
+
+
+def _free(graph: Graph, name: str) -> str:
+    """``name`` itself once the folded value gives it up."""
+    graph._names.discard(name)
+    return name
+
+
+class FoldConstants(Pass):
+    """Evaluate every node whose inputs are constants (and Shape/Size of static shapes)."""
+
+    name = "fold_constants"
+
+    def run(self, graph: Graph) -> PassResult:
+        changed = False
+        for _, node in list(graph.walk()):
+            changed |= fold_node(node) is not None
+        return PassResult(graph, changed)
+
+
+fold_constants = FoldConstants()
