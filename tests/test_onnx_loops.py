@@ -18,6 +18,7 @@ from onnx import helper as h
 
 import tensorloop as tl
 from tensorloop.errors import FormatError, LoopLimitError, UnsupportedOpError
+from tensorloop.frontends.onnx.export import to_onnx
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 OPSET = 17
@@ -51,17 +52,25 @@ def onnxruntime_run(m: onnx.ModelProto, feeds: Mapping[str, Any]) -> list[Any]:
     return list(sess.run(None, dict(feeds)))
 
 
-def same_as_onnxruntime(m: onnx.ModelProto, feeds: Mapping[str, Any]) -> list[Any]:
-    """Run ``m`` in both; the outputs agree in dtype, shape and value. Returns tensorloop's."""
-    expected = onnxruntime_run(m, feeds)
-    got = tl.load(m).run(dict(feeds))
-    names = [o.name for o in m.graph.output]
-    assert list(got) == names
-    for name, e in zip(names, expected, strict=True):
-        g = got[name]
+def _agree(got: Sequence[Any], expected: Sequence[Any], names: Sequence[str]) -> None:
+    for name, g, e in zip(names, got, expected, strict=True):
         assert g.dtype == e.dtype, name
         assert g.shape == e.shape, (name, g.shape, e.shape)
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def same_as_onnxruntime(m: onnx.ModelProto, feeds: Mapping[str, Any]) -> list[Any]:
+    """Run ``m`` in both; the outputs agree in dtype, shape and value. Then import -> export
+    -> onnxruntime reproduces them too. Returns tensorloop's outputs."""
+    expected = onnxruntime_run(m, feeds)
+    model = tl.load(m)
+    got = model.run(dict(feeds))
+    names = [o.name for o in m.graph.output]
+    assert list(got) == names
+    _agree([got[n] for n in names], expected, names)
+    exported = to_onnx(model)
+    onnx.checker.check_model(exported, full_check=True)
+    _agree(onnxruntime_run(exported, feeds), expected, names)
     return [got[n] for n in names]
 
 

@@ -472,3 +472,11 @@ def test_unsupported_values_raise_format_error(tmp_path: Path) -> None:
         tl.save(tl.Model(g), tmp_path / "m.xml")
     with pytest.raises(tl.FormatError, match="unknown option"):
         tl.save(tl.Model({"w": wrapped}), tmp_path / "m.xml", compress=True)
+
+
+def test_an_element_type_openvino_lacks_is_a_format_error(tmp_path: Path) -> None:
+    g = Graph("g")
+    x = g.add_input("x", TensorType("f32", [3]))
+    g.set_outputs(g.add_node("Cast", [x], {"to": tl.dtype("float8e4m3fn")}).outputs)
+    with pytest.raises(tl.FormatError, match="OpenVINO IR has no element type for float8e4m3fn"):
+        tl.save(tl.Model(g), tmp_path / "f8.xml")

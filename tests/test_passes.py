@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 import tensorloop as tl
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
-from tensorloop.passes import eliminate_dead_code, run_passes, static_trip_count, unroll_loops
+from tensorloop.passes import (
+    eliminate_dead_code,
+    fold_constants,
+    run_passes,
+    static_trip_count,
+    unroll_loops,
+)
 
 LOOP = textwrap.dedent(
     """\
@@ -151,3 +157,45 @@ def test_unrolled_equals_rolled(case: tuple[list[int], int, bool, int, bool, int
     unrolled = tl.Model(m.graph).run(feeds)
     for k in rolled:
         np.testing.assert_allclose(unrolled[k], rolled[k], rtol=0, atol=0)
+
+
+def test_fold_constants_golden() -> None:
+    g = parse_graph(
+        textwrap.dedent(
+            """\
+            graph @main(%x: f32[2,3]) {
+              %s = Shape(%x) : i64[2]
+              %k = Constant() {value = dense<i64[1]>[1]} : i64[1]
+              %shape = Concat(%k, %s) {axis = 0} : i64[3]
+              %y = Reshape(%x, %shape) : f32[*]
+              return %y
+            }"""
+        )
+    )
+    assert fold_constants(g).changed
+    assert print_graph(g) == textwrap.dedent(
+        """\
+        graph @main(%x: f32[2,3]) {
+          %s = Constant() {value = dense<i64[2]>[2, 3]} : i64[2]
+          %k = Constant() {value = dense<i64[1]>[1]} : i64[1]
+          %shape = Constant() {value = dense<i64[3]>[1, 2, 3]} : i64[3]
+          %y = Reshape(%x, %shape) : f32[*]
+          return %y
+        }"""
+    )
+    assert not fold_constants(g).changed  # a fixed point
+
+
+def test_fold_constants_leaves_large_and_unknown_results() -> None:
+    g = parse_graph(
+        textwrap.dedent(
+            """\
+            graph @main(%x: f32[?]) {
+              %n = Constant() {value = dense<i64[1]>[100000]} : i64[1]
+              %big = ConstantOfShape(%n) : f32[100000]
+              %s = Shape(%x) : i64[1]
+              return %big, %s
+            }"""
+        )
+    )
+    assert not fold_constants(g).changed

@@ -401,8 +401,8 @@ def _cast(ctx: InferContext) -> list[Type]:
     (the default) inf and out-of-range clamp to ±max, without it they are NaN (inf for e5m2).
     float8e8m0 rounds per ``round_mode`` (up, down or nearest); with ``saturate`` what falls
     outside its range clamps, else it is NaN. Strings parse as decimal or scientific numbers,
-    INF, -INF and NaN (any case); numbers print as C's %.8g (INF, -INF and NaN), ints exactly,
-    bools as 1 and 0."""
+    INF, -INF and NaN (any case), truncated toward zero for integers (other text fails); numbers
+    print as C's %.8g (INF, -INF and NaN), integers exactly, bools as 1 and 0."""
     return _cast_to(ctx, ctx.attr("to"))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import TensorloopError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value
-from ..tensor.types import TensorType
+from ..tensor.types import TensorType, Type
 from .base import Pass, PassResult
 from .dead_code import has_side_effects
 
@@ -33,13 +33,22 @@ def _static_shape(node: Node) -> tuple[int, ...] | None:
     return None
 
 
+def _static_size(t: Type) -> int | None:
+    if not isinstance(t, TensorType) or t.shape is None:
+        return None
+    if not all(isinstance(d, int) for d in t.shape):
+        return None
+    return math.prod(int(d) for d in t.shape)  # type: ignore[arg-type]
+
+
 def folded_values(node: Node) -> list[np.ndarray[Any, Any]] | None:
     """The outputs of ``node`` if they are known without running the graph, else None: all its
     inputs are constants, or it is Shape/Size of a tensor whose shape is static."""
     if node.op in NOT_FOLDABLE or node.subgraphs or has_side_effects(node):
         return None
-    if not all(isinstance(o.type, TensorType) for o in node.outputs):
-        return None
+    sizes = [_static_size(o.type) for o in node.outputs]
+    if any(n is None or n > MAX_FOLDED_ELEMENTS for n in sizes):
+        return None  # unknown or large results are left to run time (no blind allocation here)
     if node.op in ("Shape", "Size") and (shape := _static_shape(node)) is not None:
         if node.op == "Size":
             return [np.asarray(math.prod(shape), np.int64)]
@@ -55,8 +64,6 @@ def folded_values(node: Node) -> list[np.ndarray[Any, Any]] | None:
             outs = Interpreter().run_node(node, args)
     except TensorloopError:
         return None  # a failure is the run's to report, with the run's inputs
-    if any(np.size(o) > MAX_FOLDED_ELEMENTS for o in outs):
-        return None
     return [np.asarray(o) for o in outs]
 
 

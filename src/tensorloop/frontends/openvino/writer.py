@@ -72,7 +72,7 @@ class _Layer:
 
 
 def _port(parent: ET.Element, port_id: int, t: TensorType, names: Sequence[str]) -> None:
-    attrs = {"id": str(port_id), "precision": _PRECISION_NAMES[t.dtype]}
+    attrs = {"id": str(port_id), "precision": _ov_name(_PRECISION_NAMES, t.dtype)}
     if names:
         attrs["names"] = ",".join(n.replace(",", "\\,") for n in names)
     port = ET.SubElement(parent, "port", attrs)
@@ -135,8 +135,15 @@ def _data_text(value: Any) -> str:
     if isinstance(value, bool | np.bool_):
         return "true" if value else "false"
     if isinstance(value, DType):
-        return _ELEMENT_NAMES[value]
+        return _ov_name(_ELEMENT_NAMES, value)
     return str(value)
+
+
+def _ov_name(table: dict[DType, str], dt: DType) -> str:
+    try:
+        return table[dt]
+    except KeyError:
+        raise FormatError(f"OpenVINO IR has no element type for {dt.value}") from None
 
 
 class _Net:
