@@ -175,3 +175,16 @@ def test_old_opset_adapters() -> None:
     out = tl.load(m).run({"x": x})
     np.testing.assert_array_equal(out["y"], x[1:, :2])
     assert out["p"].shape == (1, 4, 2) and out["p"][0, 0].tolist() == [9, 9]
+
+
+def test_symbolic_dim_names_from_exporters_are_read() -> None:
+    """TorchScript writes dims such as 'Loopx.4_dim_0'; they become word-character symbols."""
+    g = h.make_graph(
+        [h.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [vi("x", shape=["Loopx.4_dim_0", "batch size"])],
+        [vi("y", shape=["Loopx.4_dim_0", "batch size"])],
+    )
+    model = tl.load(h.make_model(g, opset_imports=OPSET))
+    assert str(model.inputs[0].type) == "f32[Loopx_4_dim_0,batch_size]"
+    assert model.run({"x": -np.ones((2, 3), np.float32)})["y"].shape == (2, 3)

@@ -8,6 +8,7 @@ registered for an op that needs more than that: an older opset's attributes move
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -212,7 +213,8 @@ def type_from_proto(tp: onnx.TypeProto, where: str) -> Type | None:
                 if which == "dim_value" and d.dim_value >= 0:
                     shape.append(int(d.dim_value))
                 elif which == "dim_param" and d.dim_param:
-                    shape.append(d.dim_param)
+                    # exporters write names like "Loopx.4_dim_0"; symbols are word characters
+                    shape.append(re.sub(r"\W", "_", d.dim_param))
                 else:
                     shape.append(UNKNOWN)
         return TensorType(onnx_dtype(tt.elem_type, where), shape)
