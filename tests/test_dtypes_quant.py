@@ -13,13 +13,12 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from tensorloop.backends.reference.interpreter import Interpreter
+from onnx_oracle import one_node, ort_run, run_core
 from tensorloop.backends.reference.kernels.quant import convert
 from tensorloop.errors import ExecutionError, GraphError, UnsupportedOpError
 from tensorloop.frontends.onnx.convert import ONNX_DTYPES
@@ -27,7 +26,6 @@ from tensorloop.ir.graph import Graph
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
 from tensorloop.tensor.dtypes import DType, dtype, float_max, int_range, string_array
-from tensorloop.tensor.types import tensor_type_of
 
 D = DType
 ELEM = {v: k for k, v in ONNX_DTYPES.items()}
@@ -43,20 +41,7 @@ def strings(*items: str) -> Array:
     return string_array(items)
 
 
-# -- running one node in tensorloop and in onnxruntime ---------------------------------------
-def tl_node(
-    op: str, inputs: Sequence[Array | None], attrs: dict[str, Any] | None = None
-) -> list[Array]:
-    """Outputs of one ``op`` node run by the reference interpreter (arrays become parameters)."""
-    g = Graph()
-    values = [
-        None if x is None else g.add_input(f"x{i}", tensor_type_of(x)) for i, x in enumerate(inputs)
-    ]
-    node = g.add_node(op, values, attrs or {})
-    g.set_outputs(node.outputs)
-    return list(Interpreter().run(g, [x for x in inputs if x is not None]))
-
-
+# -- running one node in onnxruntime ---------------------------------------------------------
 class NotInOrtError(Exception):
     """onnxruntime has no kernel for this op and type."""
 
@@ -69,42 +54,34 @@ def ort_node(
     opset: int = 25,
     domain: str = "",
 ) -> list[Array]:
-    """One ONNX node run by onnxruntime. Inputs of types its Python API lacks are constants;
+    """One ONNX node run by onnxruntime. Inputs of types its Python API lacks are initializers;
     such outputs come back cast to float32 (exact for all of them)."""
-    nodes, params, feeds, names = [], [], {}, []
-    for i, x in enumerate(inputs):
-        name = "" if x is None else f"x{i}"
-        names.append(name)
-        if x is None:
-            continue
-        if dtype(x.dtype) in ORT_IO:
-            params.append(helper.make_tensor_value_info(name, ELEM[dtype(x.dtype)], x.shape))
-            feeds[name] = x
-        else:
-            nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(x)))
-    outs = [f"y{i}" for i in range(len(out_types))]
-    nodes.append(helper.make_node(op, names, outs, domain=domain, **attrs))
-    results = []
-    for name, t in zip(outs, out_types, strict=True):
-        if t not in ORT_IO:
-            nodes.append(helper.make_node("Cast", [name], [name + "f"], to=TensorProto.FLOAT))
-            name, t = name + "f", D.float32
-        results.append(helper.make_tensor_value_info(name, ELEM[t], None))
-    imports = [helper.make_opsetid("", opset)] + (
-        [helper.make_opsetid(domain, 4)] if domain else []
+    consts = [i for i, x in enumerate(inputs) if x is not None and dtype(x.dtype) not in ORT_IO]
+    model = one_node(
+        op,
+        inputs,
+        attrs,
+        opset=opset,
+        outputs=len(out_types),
+        domain=domain,
+        domain_opset=4,
+        consts=consts,
+        ir_version=11,
     )
-    model = helper.make_model(helper.make_graph(nodes, "g", params, results), opset_imports=imports)
-    model.ir_version = 11
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 4
+    graph = model.graph
+    del graph.output[:]
+    for i, t in enumerate(out_types):
+        name = f"y{i}"
+        if t not in ORT_IO:
+            graph.node.append(helper.make_node("Cast", [name], [name + "f"], to=TensorProto.FLOAT))
+            name, t = name + "f", D.float32
+        graph.output.append(helper.make_tensor_value_info(name, ELEM[t], None))
     try:
-        session = ort.InferenceSession(model.SerializeToString(), options, ["CPUExecutionProvider"])
+        return ort_run(model, inputs, optimize=False)
     except Exception as exc:
         if "NOT_IMPLEMENTED" in str(exc):
             raise NotInOrtError(str(exc)) from None
         raise
-    return list(session.run(None, feeds))
 
 
 def as_ort(x: Array) -> Array:
@@ -251,7 +228,7 @@ def test_cast_matches_onnxruntime(src: DType) -> None:
             except NotInOrtError:
                 continue
             keep = ~ort_disagrees(x, dst, saturate)
-            (got,) = tl_node("Cast", [x], {"to": dst, "saturate": int(saturate)})
+            (got,) = run_core("Cast", [x], {"to": dst, "saturate": int(saturate)})
             assert got.dtype == dst.numpy
             assert_same(as_ort(got)[keep], want[keep], f"{src} -> {dst} saturate={saturate}")
             compared += 1
@@ -333,9 +310,9 @@ def test_cast_to_float8e8m0_matches_onnxruntime(mode: str, saturate: int) -> Non
     x = np.array([0.0, -0.0, 1, 1.5, 1.25, 1.75, 3, 6, -2, 0.124, 1.1, *tiny, *huge], np.float32)
     attrs = {"to": ELEM[D.float8e8m0], "saturate": saturate, "round_mode": mode}
     (want,) = ort_node("Cast", [x], attrs, [D.float8e8m0])
-    (got,) = tl_node("Cast", [x], {"to": D.float8e8m0, "saturate": saturate, "round_mode": mode})
+    (got,) = run_core("Cast", [x], {"to": D.float8e8m0, "saturate": saturate, "round_mode": mode})
     assert_same(as_ort(got), want, f"{mode} saturate={saturate}")
-    (back,) = tl_node("Cast", [got], {"to": D.float16})
+    (back,) = run_core("Cast", [got], {"to": D.float16})
     assert_same(back, convert(as_ort(got), D.float16))
 
 
@@ -352,24 +329,24 @@ def test_cast_numbers_to_strings_matches_onnxruntime() -> None:
         np.array([True, False]),
     ):
         (want,) = ort_node("Cast", [x], {"to": TensorProto.STRING}, [D.string])
-        (got,) = tl_node("Cast", [x], {"to": D.string})
+        (got,) = run_core("Cast", [x], {"to": D.string})
         assert_same(got, want, str(x.dtype))
 
 
 def test_cast_unreadable_strings_fail() -> None:
     for text, to in [("abc", D.float32), ("", D.int64), ("inf", D.int32), ("1_0", D.float64)]:
         with pytest.raises(ExecutionError, match="cannot read"):
-            tl_node("Cast", [strings(text)], {"to": to})
+            run_core("Cast", [strings(text)], {"to": to})
 
 
 def test_castlike_takes_the_type_of_its_second_input() -> None:
     x = np.array([1.7, -2.2, 1e6], np.float32)
-    (got,) = tl_node("CastLike", [x, np.zeros(0, ml_dtypes.float8_e4m3fn)], {"saturate": 0})
+    (got,) = run_core("CastLike", [x, np.zeros(0, ml_dtypes.float8_e4m3fn)], {"saturate": 0})
     assert_same(got, np.array([1.75, -2.25, math.nan]))
-    (text,) = tl_node("CastLike", [x, strings()])
+    (text,) = run_core("CastLike", [x, strings()])
     assert text.tolist() == ["1.7", "-2.2", "1000000"]
     with pytest.raises(GraphError, match="round_mode must be one of up, down, nearest"):
-        tl_node("CastLike", [x, x], {"round_mode": "odd"})
+        run_core("CastLike", [x, x], {"round_mode": "odd"})
 
 
 # -- quantization ------------------------------------------------------------------------------
@@ -415,12 +392,12 @@ def test_quantize_and_dequantize_match_onnxruntime(
     mine = {
         k: ONNX_DTYPES[v] if k in ("output_dtype", "precision") else v for k, v in attrs.items()
     }
-    (got,) = tl_node("QuantizeLinear", [x, scale, zp], mine)
+    (got,) = run_core("QuantizeLinear", [x, scale, zp], mine)
     assert got.dtype == out.numpy
     assert_same(as_ort(got), want, "QuantizeLinear")
     back_attrs = {k: v for k, v in attrs.items() if k in ("axis", "block_size")}
     (want,) = ort_node("DequantizeLinear", [got, scale, zp], back_attrs, [scale_type])
-    (back,) = tl_node("DequantizeLinear", [got, scale, zp], back_attrs)
+    (back,) = run_core("DequantizeLinear", [got, scale, zp], back_attrs)
     assert_same(back, want, "DequantizeLinear")
 
 
@@ -429,8 +406,8 @@ def test_quantize_divides_in_the_precision_given() -> None:
     # to it and divides in it: -39.665863 / 0.5469957 is -72.5159 in float32, a tie in float16.
     x, scale = np.array([-39.665863, 3.0], np.float32), np.array(0.5469957, np.float32)
     attrs = {"output_dtype": D.int16}
-    assert tl_node("QuantizeLinear", [x, scale], attrs)[0].tolist() == [-73, 5]
-    (got,) = tl_node("QuantizeLinear", [x, scale], {**attrs, "precision": D.float16})
+    assert run_core("QuantizeLinear", [x, scale], attrs)[0].tolist() == [-73, 5]
+    (got,) = run_core("QuantizeLinear", [x, scale], {**attrs, "precision": D.float16})
     assert got.tolist() == np.rint(x.astype(np.float16) / scale.astype(np.float16)).tolist()
     assert got.tolist() == [-72, 5]
 
@@ -439,12 +416,12 @@ def test_float_zero_points_follow_the_formula() -> None:
     # y = x / scale + zero point, and back, for float8 and float4 as for the integers.
     x, scale = np.array([1.0, -3.0, 100.0], np.float32), np.array(2.0, np.float32)
     zero = np.array(1.0, ml_dtypes.float8_e4m3fn)
-    (q,) = tl_node("QuantizeLinear", [x, scale, zero], {"saturate": 0})
+    (q,) = run_core("QuantizeLinear", [x, scale, zero], {"saturate": 0})
     assert_same(q, np.array([1.5, -0.5, 52.0]))
-    (back,) = tl_node("DequantizeLinear", [q, scale, zero])
+    (back,) = run_core("DequantizeLinear", [q, scale, zero])
     assert_same(back, np.array([1.0, -3.0, 102.0], np.float32))
     zero4 = np.array([0.5], ml_dtypes.float4_e2m1fn)
-    (q4,) = tl_node("QuantizeLinear", [x, scale, zero4])
+    (q4,) = run_core("QuantizeLinear", [x, scale, zero4])
     assert_same(q4, np.array([1.0, -1.0, 6.0]))
 
 
@@ -453,7 +430,7 @@ def test_dequantize_output_dtype_sets_the_precision() -> None:
     scale = np.array(0.1, np.float32)
     attrs = {"output_dtype": ELEM[D.float16]}
     (want,) = ort_node("DequantizeLinear", [x, scale], attrs, [D.float16])
-    (got,) = tl_node("DequantizeLinear", [x, scale], {"output_dtype": D.float16})
+    (got,) = run_core("DequantizeLinear", [x, scale], {"output_dtype": D.float16})
     assert_same(got, want)
 
 
@@ -468,7 +445,7 @@ def test_dequantize_output_dtype_sets_the_precision() -> None:
 )
 def test_dynamic_quantize_linear_matches_onnxruntime(x: Array) -> None:
     want = ort_node("DynamicQuantizeLinear", [x], {}, [D.uint8, D.float32, D.uint8])
-    got = tl_node("DynamicQuantizeLinear", [x])
+    got = run_core("DynamicQuantizeLinear", [x])
     for g, w in zip(got, want, strict=True):
         assert_same(g, w)
 
@@ -488,10 +465,10 @@ def test_qlinear_matmul_and_matmul_integer_match_onnxruntime(
     zeros = [np.array(z, kind.numpy) for z in (3, 1, -2 if kind.is_signed else 7)]
     inputs = [a, scales[0], zeros[0], b, scales[1], zeros[1], scales[2], zeros[2]]
     (want,) = ort_node("QLinearMatMul", inputs, {}, [kind], opset=21)
-    assert_same(tl_node("QLinearMatMul", inputs)[0], want, "QLinearMatMul")
+    assert_same(run_core("QLinearMatMul", inputs)[0], want, "QLinearMatMul")
     pair = [a, b, zeros[0], zeros[1]]
     (want,) = ort_node("MatMulInteger", pair, {}, [D.int32], opset=21)
-    assert_same(tl_node("MatMulInteger", pair)[0], want, "MatMulInteger")
+    assert_same(run_core("MatMulInteger", pair)[0], want, "MatMulInteger")
 
 
 def test_qlinear_matmul_per_row_and_column_parameters() -> None:
@@ -503,7 +480,7 @@ def test_qlinear_matmul_per_row_and_column_parameters() -> None:
     inputs = [a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero]
     real = ((a - a_zero[:, None].astype(np.float64)) * a_scale[:, None]) @ ((b - b_zero) * b_scale)
     want = np.clip(np.rint(real / y_scale) + y_zero, 0, 255).astype(np.uint8)
-    assert_same(tl_node("QLinearMatMul", inputs)[0], want)
+    assert_same(run_core("QLinearMatMul", inputs)[0], want)
 
 
 def test_matmul_integer_per_row_and_column_zero_points() -> None:
@@ -511,7 +488,7 @@ def test_matmul_integer_per_row_and_column_zero_points() -> None:
     a = np.array([[1, 2], [3, 4], [5, 250]], np.uint8)
     b = np.array([[7, -8], [9, 10]], np.int8)
     a_zero, b_zero = np.array([1, 2, 3], np.uint8), np.array([0, -1], np.int8)
-    (got,) = tl_node("MatMulInteger", [a, b, a_zero, b_zero])
+    (got,) = run_core("MatMulInteger", [a, b, a_zero, b_zero])
     want = (a.astype(np.int64) - a_zero[:, None]) @ (b.astype(np.int64) - b_zero)
     assert_same(got, want.astype(np.int32))
 
@@ -527,23 +504,23 @@ BIT_PAIRS = [
 @pytest.mark.parametrize(("x", "to"), BIT_PAIRS, ids=lambda v: str(getattr(v, "dtype", v)))
 def test_bitcast_matches_onnxruntime(x: Array, to: DType) -> None:
     (want,) = ort_node("BitCast", [x], {"to": ELEM[to]}, [to], opset=26)
-    (got,) = tl_node("BitCast", [x], {"to": to})
+    (got,) = run_core("BitCast", [x], {"to": to})
     assert_same(got, want)
 
 
 def test_bitcast_between_narrow_types_keeps_the_bits() -> None:
     x = np.arange(16, dtype=np.uint8).view(ml_dtypes.int4)
-    (u4,) = tl_node("BitCast", [x], {"to": D.uint4})
+    (u4,) = run_core("BitCast", [x], {"to": D.uint4})
     assert u4.astype(np.int64).tolist() == list(range(16))
-    (f4,) = tl_node("BitCast", [u4], {"to": D.float4e2m1})
+    (f4,) = run_core("BitCast", [u4], {"to": D.float4e2m1})
     assert f4.astype(np.float64).tolist()[7:10] == [6.0, -0.0, -0.5]
-    (back,) = tl_node("BitCast", [f4], {"to": D.int4})
+    (back,) = run_core("BitCast", [f4], {"to": D.int4})
     assert back.tobytes() == x.tobytes()
-    (flags,) = tl_node("BitCast", [np.array([0, 1, 2], np.uint8)], {"to": D.bool})
+    (flags,) = run_core("BitCast", [np.array([0, 1, 2], np.uint8)], {"to": D.bool})
     assert flags.tolist() == [False, True, True]
-    assert tl_node("BitCast", [flags], {"to": D.uint8})[0].tolist() == [0, 1, 1]
+    assert run_core("BitCast", [flags], {"to": D.uint8})[0].tolist() == [0, 1, 1]
     with pytest.raises(GraphError, match="f32 is 32 bits wide, the input i16"):
-        tl_node("BitCast", [np.zeros(2, np.int16)], {"to": D.float32})
+        run_core("BitCast", [np.zeros(2, np.int16)], {"to": D.float32})
 
 
 def f32(*shape: int) -> Array:
@@ -580,7 +557,7 @@ def test_quantization_type_errors(
     op: str, inputs: list[Array], attrs: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(GraphError, match=message):
-        tl_node(op, inputs, attrs)
+        run_core(op, inputs, attrs)
 
 
 # -- string ops ----------------------------------------------------------------------------------
@@ -594,31 +571,31 @@ SPLITS = [{}, {"delimiter": "-"}, {"delimiter": "."}, {"maxsplit": 1}]
 def test_string_split_matches_onnxruntime(attrs: dict[str, Any]) -> None:
     x = TEXT.reshape(5, 1)
     want = ort_node("StringSplit", [x], attrs, [D.string, D.int64], opset=20)
-    for g, w in zip(tl_node("StringSplit", [x], attrs), want, strict=True):
+    for g, w in zip(run_core("StringSplit", [x], attrs), want, strict=True):
         assert_same(g, w)
 
 
 def test_string_split_corner_cases() -> None:
     # Every whitespace character separates (onnxruntime splits at spaces only), and an empty
     # string is one empty part when a delimiter is given (onnxruntime: none), as in Python.
-    parts, counts = tl_node("StringSplit", [strings("tab\tsep\n x", "")])
+    parts, counts = run_core("StringSplit", [strings("tab\tsep\n x", "")])
     assert parts.tolist() == [["tab", "sep", "x"], ["", "", ""]] and counts.tolist() == [3, 0]
-    parts, counts = tl_node("StringSplit", [strings("", "a;b")], {"delimiter": ";"})
+    parts, counts = run_core("StringSplit", [strings("", "a;b")], {"delimiter": ";"})
     assert parts.tolist() == [["", ""], ["a", "b"]] and counts.tolist() == [1, 2]
-    parts, counts = tl_node("StringSplit", [strings().reshape(0, 2)])
+    parts, counts = run_core("StringSplit", [strings().reshape(0, 2)])
     assert parts.shape == (0, 2, 0) and counts.shape == (0, 2)
 
 
 def test_string_concat_and_regex_match_onnxruntime() -> None:
     x, y = TEXT.reshape(5, 1), strings("?", "é中")
     (want,) = ort_node("StringConcat", [x, y], {}, [D.string], opset=20)
-    assert_same(tl_node("StringConcat", [x, y])[0], want)
+    assert_same(run_core("StringConcat", [x, y])[0], want)
     for pattern in [r"\w+ \w+ !", r"x\.\w\.[a-z]", r".*-{2}.*", "", r"(?i)HELLO.*", r"\s+a.*"]:
         attrs = {"pattern": pattern}
         (want,) = ort_node("RegexFullMatch", [TEXT], attrs, [D.bool], opset=20)
-        assert_same(tl_node("RegexFullMatch", [TEXT], attrs)[0], want, pattern)
+        assert_same(run_core("RegexFullMatch", [TEXT], attrs)[0], want, pattern)
     with pytest.raises(GraphError, match="not a valid regex"):
-        tl_node("RegexFullMatch", [TEXT], {"pattern": "(unclosed"})
+        run_core("RegexFullMatch", [TEXT], {"pattern": "(unclosed"})
 
 
 @pytest.mark.parametrize(
@@ -635,7 +612,7 @@ def test_string_concat_and_regex_match_onnxruntime() -> None:
 def test_string_normalizer_matches_onnxruntime(x: Array, attrs: dict[str, Any]) -> None:
     # onnxruntime needs an installed locale; tensorloop ignores ``locale`` and folds Unicode.
     (want,) = ort_node("StringNormalizer", [x], {**attrs, "locale": "C.UTF-8"}, [D.string])
-    assert_same(tl_node("StringNormalizer", [x], attrs)[0], want)
+    assert_same(run_core("StringNormalizer", [x], attrs)[0], want)
 
 
 ML = "ai.onnx.ml"
@@ -654,13 +631,13 @@ LABEL_CASES = [
 @pytest.mark.parametrize(("x", "out", "attrs"), LABEL_CASES)
 def test_label_encoder_matches_onnxruntime(x: Array, out: DType, attrs: dict[str, Any]) -> None:
     (want,) = ort_node("LabelEncoder", [x], attrs, [out], domain=ML)
-    assert_same(tl_node("LabelEncoder", [x], attrs)[0], want)
+    assert_same(run_core("LabelEncoder", [x], attrs)[0], want)
 
 
 def test_label_encoder_repeated_keys_take_the_last_value() -> None:
     # The spec's rule; onnxruntime keeps the first.
     attrs = {"keys_strings": ("a", "b", "a"), "values_int64s": (1, 2, 3)}
-    assert tl_node("LabelEncoder", [strings("a", "b", "c")], attrs)[0].tolist() == [3, 2, -1]
+    assert run_core("LabelEncoder", [strings("a", "b", "c")], attrs)[0].tolist() == [3, 2, -1]
 
 
 def test_label_encoder_tensor_attributes() -> None:
@@ -669,12 +646,12 @@ def test_label_encoder_tensor_attributes() -> None:
         "values_tensor": np.array([10, 20], np.int16),
         "default_tensor": np.array([-7], np.int16),
     }
-    (got,) = tl_node("LabelEncoder", [np.array([2, 3, 1], np.int32)], attrs)
+    (got,) = run_core("LabelEncoder", [np.array([2, 3, 1], np.int32)], attrs)
     assert_same(got, np.array([20, -7, 10], np.int16))
     with pytest.raises(GraphError, match="input #0: expected i32 like the keys"):
-        tl_node("LabelEncoder", [np.array([2], np.int64)], attrs)
+        run_core("LabelEncoder", [np.array([2], np.int64)], attrs)
     with pytest.raises(GraphError, match="exactly one of keys_floats"):
-        tl_node("LabelEncoder", [np.array([2], np.int64)], {"values_int64s": (1,)})
+        run_core("LabelEncoder", [np.array([2], np.int64)], {"values_int64s": (1,)})
 
 
 @pytest.mark.parametrize(
@@ -687,12 +664,12 @@ def test_label_encoder_tensor_attributes() -> None:
 )
 def test_array_feature_extractor_matches_onnxruntime(x: Array, y: Array) -> None:
     (want,) = ort_node("ArrayFeatureExtractor", [x, y], {}, [dtype(x.dtype)], domain=ML)
-    assert_same(tl_node("ArrayFeatureExtractor", [x, y])[0], want)
+    assert_same(run_core("ArrayFeatureExtractor", [x, y])[0], want)
 
 
 def test_binarizer() -> None:
     x = np.array([0.5, 1.0, 1.5, math.nan, -math.inf], np.float64)
-    (got,) = tl_node("Binarizer", [x], {"threshold": 1.0})
+    (got,) = run_core("Binarizer", [x], {"threshold": 1.0})
     assert_same(got, np.array([0, 0, 1, 0, 0], np.float64))
 
 
@@ -726,7 +703,7 @@ WORDS = {
 )
 def test_tfidf_vectorizer_matches_onnxruntime(x: Array, attrs: dict[str, Any]) -> None:
     (want,) = ort_node("TfIdfVectorizer", [x], attrs, [D.float32], opset=9)
-    assert_same(tl_node("TfIdfVectorizer", [x], attrs)[0], want)
+    assert_same(run_core("TfIdfVectorizer", [x], attrs)[0], want)
 
 
 # -- the ONNX backend node tests -----------------------------------------------------------------

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 import tensorloop as tl
 from tensorloop import Graph, Sliced, Stacked, TensorType, Value
 from tensorloop.errors import LoopLimitError
+from tensorloop.ir.control_flow import ITERATION_TYPE
+from tensorloop.ir.emit import Emitter
 
 SETTINGS = settings(max_examples=60, deadline=None)
 F64, I64, BOOL = "float64", "int64", "bool"
@@ -284,6 +286,63 @@ def build(spec: LoopSpec) -> Graph:
     )
     g.set_outputs(node_.outputs)
     return g
+
+
+def hand_built_loop(time: int | str) -> Graph:
+    """A Loop over xs: f32[4, ``time``, 6] with a trip count (int32 input ``trip``), an initial
+    condition (input ``go``), a data-dependent stop, a reversed slice on axis 1 and stacked
+    outputs on two axes, one reversed: what the builder never emits at once."""
+    g = Graph("hand")
+    xs = g.add_input("xs", TensorType("float32", (4, time, 6)))
+    trip = g.add_input("trip", TensorType("int32", ()))
+    go = g.add_input("go", TensorType("bool", ()))
+    body = Graph("body")
+    i = body.add_input("i", ITERATION_TYPE)
+    c = body.add_input("c", TensorType("float32", (4, 6)))
+    x = body.add_input("x", TensorType("float32", (4, 6)))
+    em = Emitter(body)
+    nxt = em.op("Add", [c, em.op("Abs", [x])])
+    keep_going = em.op(
+        "Less", [em.op("ReduceSum", [nxt], {"keepdims": 0}), em.const(np.float32(40))]
+    )
+    scaled = em.op("Mul", [nxt, em.op("Cast", [i], {"to": tl.DType.float32})])
+    body.set_outputs([keep_going, nxt, nxt, scaled])
+    attrs = {"body": body, "num_carried": 1, "sliced": (Sliced(1, reverse=True),)}
+    attrs["stacked"] = (Stacked(0, reverse=True), Stacked(-1))
+    init = Emitter(g).const(np.zeros((4, 6), np.float32))
+    names = ["final", "stacked0", "stacked2"]
+    loop = g.add_node("Loop", [trip, go, init, xs], attrs, name="hand", output_names=names)
+    g.set_outputs(loop.outputs)
+    return g
+
+
+def scan_on_axis(axis: int, reverse: bool, w: np.ndarray) -> tl.Model:
+    """A scan over xs: f32[A, 5, 6] along ``axis`` (from the end if ``reverse``) that carries
+    tanh(c / 2 + x * w) and stacks it and each slice's sum over its first axis."""
+    xs = tl.placeholder("float32", ("A", 5, 6), name="xs")
+    weights = tl.constant(w)
+
+    def step(c: Any, x: Any) -> Any:
+        new = tl.tanh(c * 0.5 + x * weights)
+        return new, (new, tl.reduce_sum(x, 0, keepdims=True))
+
+    init = tl.constant(np.zeros(w.shape, np.float32))
+    final, (ys, sums) = tl.scan(step, init, xs, axis=axis, reverse=reverse)
+    return tl.Model({"final": final, "ys": ys, "sums": sums})
+
+
+def while_on_data() -> tl.Model:
+    """A while loop that grows x: f32[3] (v -> 1.5 v + 0.25) and counts its trips (n) while
+    sum(v) < limit, an f32 scalar input."""
+    x = tl.placeholder("float32", (3,), name="x")
+    limit = tl.placeholder("float32", (), name="limit")
+
+    def body(state: Any) -> Any:
+        v, n = state
+        return v * 1.5 + 0.25, n + 1
+
+    v, n = tl.while_loop(lambda s: tl.reduce_sum(s[0]) < limit, body, (x, tl.constant(np.int64(0))))
+    return tl.Model({"v": v, "n": n})
 
 
 @SETTINGS

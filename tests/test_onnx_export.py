@@ -19,9 +19,16 @@ ort = pytest.importorskip("onnxruntime")
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
 from tensorloop.frontends.onnx.export import OPSET, to_onnx  # noqa: E402
-from tensorloop.ir.control_flow import ITERATION_TYPE  # noqa: E402
 from tensorloop.ir.emit import Emitter  # noqa: E402
 from tensorloop.ir.graph import Graph  # noqa: E402
+from test_loop_properties import (  # noqa: E402
+    build,
+    hand_built_loop,
+    loop_specs,
+    make_inputs,
+    scan_on_axis,
+    while_on_data,
+)
 
 Feeds = dict[str, Any]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -205,17 +212,9 @@ def test_rnn_example_encodes_and_decodes_until_the_threshold() -> None:
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
 @pytest.mark.parametrize("axis", [0, 1, 2, -1])
 def test_scan_slices_and_stacks_on_any_axis(axis: int, reverse: bool) -> None:
-    xs = tl.placeholder("float32", ("A", 5, 6), name="xs")
-    w = tl.constant(_rng.standard_normal(np.delete(SEQ.shape, axis)).astype(np.float32))
-
-    def step(c: Any, x: Any) -> Any:
-        new = tl.tanh(c * 0.5 + x * w)
-        return new, (new, tl.reduce_sum(x, 0, keepdims=True))
-
-    init = tl.constant(np.zeros(w.shape, np.float32))
-    final, (ys, sums) = tl.scan(step, init, xs, axis=axis, reverse=reverse)
+    w = _rng.standard_normal(np.delete(SEQ.shape, axis)).astype(np.float32)
     feeds = [{"xs": SEQ}] + ([{"xs": SEQ[:0]}] if axis == 0 else [])  # only A can be 0
-    _check(tl.Model({"final": final, "ys": ys, "sums": sums}), *feeds)
+    _check(scan_on_axis(axis, reverse, w), *feeds)
 
 
 def test_scan_with_invariants_and_iteration_index() -> None:
@@ -226,16 +225,8 @@ def test_scan_with_invariants_and_iteration_index() -> None:
 
 
 def test_while_loop_stops_on_data() -> None:
-    x = tl.placeholder("float32", (3,), name="x")
-    limit = tl.placeholder("float32", (), name="limit")
-
-    def body(state: Any) -> Any:
-        v, n = state
-        return v * 1.5 + 0.25, n + 1
-
-    v, n = tl.while_loop(lambda s: tl.reduce_sum(s[0]) < limit, body, (x, tl.constant(np.int64(0))))
     feeds = [{"x": np.abs(X[0]), "limit": np.array(lim, np.float32)} for lim in (0, 10, 1e3)]
-    _check(tl.Model({"v": v, "n": n}), *feeds)
+    _check(while_on_data(), *feeds)
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32"])
@@ -315,33 +306,10 @@ def test_nested_loops_and_branches() -> None:
 
 
 def test_hand_built_loop_with_every_control_input() -> None:
-    """An int32 trip count, an initial condition, a data-dependent stop, a reversed slice on
-    axis 1 and stacked outputs on two axes, one reversed."""
-    g = Graph("hand")
-    xs = g.add_input("xs", tl.TensorType("float32", (4, "T", 6)))
-    trip = g.add_input("trip", tl.TensorType("int32", ()))
-    go = g.add_input("go", tl.TensorType("bool", ()))
-    body = Graph("body")
-    i = body.add_input("i", ITERATION_TYPE)
-    c = body.add_input("c", tl.TensorType("float32", (4, 6)))
-    x = body.add_input("x", tl.TensorType("float32", (4, 6)))
-    em = Emitter(body)
-    nxt = em.op("Add", [c, em.op("Abs", [x])])
-    keep_going = em.op(
-        "Less", [em.op("ReduceSum", [nxt], {"keepdims": 0}), em.const(np.float32(40))]
-    )
-    scaled = em.op("Mul", [nxt, em.op("Cast", [i], {"to": tl.DType.float32})])
-    body.set_outputs([keep_going, nxt, nxt, scaled])
-    attrs = {"body": body, "num_carried": 1, "sliced": (tl.Sliced(1, reverse=True),)}
-    attrs["stacked"] = (tl.Stacked(0, reverse=True), tl.Stacked(-1))
-    init = Emitter(g).const(np.zeros((4, 6), np.float32))
-    names = ["final", "stacked0", "stacked2"]
-    loop = g.add_node("Loop", [trip, go, init, xs], attrs, name="hand", output_names=names)
-    g.set_outputs(loop.outputs)
     xs_value = np.abs(SEQ) * 0.5
     cases = ((2, True), (9, True), (9, False), (-3, True))
     _check(
-        tl.Model(g),
+        tl.Model(hand_built_loop("T")),
         *({"xs": xs_value, "trip": np.array(n, np.int32), "go": np.array(s)} for n, s in cases),
     )
 
@@ -457,7 +425,6 @@ def test_onnx_import_export_import_computes_the_same(text: str) -> None:
 
 
 # -- hypothesis: random canonical loops ------------------------------------------------------------
-from test_loop_properties import build, loop_specs, make_inputs  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)

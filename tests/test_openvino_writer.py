@@ -16,11 +16,11 @@ import defusedxml.ElementTree as SafeET  # noqa: E402
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
 from tensorloop.frontends.openvino.writer import _EMITTERS  # noqa: E402
-from tensorloop.ir.control_flow import ITERATION_TYPE  # noqa: E402
 from tensorloop.ir.emit import Emitter  # noqa: E402
 from tensorloop.ir.graph import Graph  # noqa: E402
 from tensorloop.ir.opdef import registered_ops  # noqa: E402
 from tensorloop.tensor.types import TensorType  # noqa: E402
+from test_loop_properties import hand_built_loop, scan_on_axis, while_on_data  # noqa: E402
 
 Feeds = dict[str, np.ndarray[Any, Any]]
 Case = Callable[[], tuple[tl.Model, Feeds]]
@@ -284,16 +284,8 @@ def test_an_op_without_a_lowering_is_a_format_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
 @pytest.mark.parametrize("axis", [0, 1, 2, -1])
 def test_scan_slices_and_stacks_on_any_axis(axis: int, reverse: bool, tmp_path: Path) -> None:
-    xs = tl.placeholder("float32", ("A", 5, 6), name="xs")
-    w = tl.constant(_rng.standard_normal(np.delete(SEQ.shape, axis)).astype(np.float32))
-
-    def step(c: Any, x: Any) -> Any:
-        new = tl.tanh(c * 0.5 + x * w)
-        return new, (new, tl.reduce_sum(x, 0, keepdims=True))
-
-    init = tl.constant(np.zeros(w.shape, np.float32))
-    final, (ys, sums) = tl.scan(step, init, xs, axis=axis, reverse=reverse)
-    _check(tl.Model({"final": final, "ys": ys, "sums": sums}), tmp_path, {"xs": SEQ})
+    w = _rng.standard_normal(np.delete(SEQ.shape, axis)).astype(np.float32)
+    _check(scan_on_axis(axis, reverse, w), tmp_path, {"xs": SEQ})
 
 
 def test_scan_with_invariants_and_iteration_index(tmp_path: Path) -> None:
@@ -304,15 +296,7 @@ def test_scan_with_invariants_and_iteration_index(tmp_path: Path) -> None:
 
 
 def test_while_loop_stops_on_data(tmp_path: Path) -> None:
-    x = tl.placeholder("float32", (3,), name="x")
-    limit = tl.placeholder("float32", (), name="limit")
-
-    def body(state: Any) -> Any:
-        v, n = state
-        return v * 1.5 + 0.25, n + 1
-
-    v, n = tl.while_loop(lambda s: tl.reduce_sum(s[0]) < limit, body, (x, tl.constant(np.int64(0))))
-    model = tl.Model({"v": v, "n": n})
+    model = while_on_data()
     for lim in (0.0, 10.0, 1000.0):  # 0.0: zero trips
         feeds = {"x": np.abs(X[0]), "limit": np.array(lim, np.float32)}
         _check(model, tmp_path, feeds)
@@ -375,30 +359,7 @@ def test_stateful_model_keeps_state_across_runs(tmp_path: Path) -> None:
 
 
 def test_hand_built_loop_with_every_control_input(tmp_path: Path) -> None:
-    """A trip count (int32), an initial condition, a data-dependent stop, a reversed slice on
-    axis 1 and stacked outputs on two axes, one reversed: what the builder never emits at once."""
-    g = Graph("hand")
-    xs = g.add_input("xs", tl.TensorType("float32", (4, 5, 6)))
-    trip = g.add_input("trip", tl.TensorType("int32", ()))
-    go = g.add_input("go", tl.TensorType("bool", ()))
-    body = Graph("body")
-    i = body.add_input("i", ITERATION_TYPE)
-    c = body.add_input("c", tl.TensorType("float32", (4, 6)))
-    x = body.add_input("x", tl.TensorType("float32", (4, 6)))
-    em = Emitter(body)
-    nxt = em.op("Add", [c, em.op("Abs", [x])])
-    keep_going = em.op(
-        "Less", [em.op("ReduceSum", [nxt], {"keepdims": 0}), em.const(np.float32(40))]
-    )
-    scaled = em.op("Mul", [nxt, em.op("Cast", [i], {"to": tl.DType.float32})])
-    body.set_outputs([keep_going, nxt, nxt, scaled])
-    attrs = {"body": body, "num_carried": 1, "sliced": (tl.Sliced(1, reverse=True),)}
-    attrs["stacked"] = (tl.Stacked(0, reverse=True), tl.Stacked(-1))
-    init = Emitter(g).const(np.zeros((4, 6), np.float32))
-    names = ["final", "stacked0", "stacked2"]
-    loop = g.add_node("Loop", [trip, go, init, xs], attrs, name="hand", output_names=names)
-    g.set_outputs(loop.outputs)
-    model = tl.Model(g)
+    model = tl.Model(hand_built_loop(5))
     xs_value = np.abs(SEQ) * 0.5
     for n, start in ((2, True), (9, True), (9, False), (-3, True)):
         feeds = {"xs": xs_value, "trip": np.array(n, np.int32), "go": np.array(start)}

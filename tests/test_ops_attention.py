@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
+from onnx_oracle import assert_close, infer, one_node, ort_run, run_core, tensorloop_run
 from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.errors import GraphError
 from tensorloop.frontends.onnx import load_onnx
 from tensorloop.ir.graph import Graph
 from tensorloop.tensor.types import TensorType, tensor_type_of
-from test_ops_signal import infer, one_node, run_ir, run_ort, run_tl
 
 FAST = settings(max_examples=25, deadline=None)
 rng = np.random.default_rng(11)
@@ -43,7 +43,7 @@ def mask_of(kind: str | None, hq: int, total: int, dt: Any = np.float32) -> np.n
 
 
 def attention(inputs: list[np.ndarray | None], **attrs: Any) -> list[np.ndarray]:
-    return run_ir("Attention", inputs, attrs)
+    return run_core("Attention", inputs, attrs)
 
 
 # packed, (q heads, kv heads), past, causal, mask; the qk output mode and softcap vary with them.
@@ -70,12 +70,11 @@ def test_attention_matches_onnxruntime(index: int, config: tuple[Any, ...]) -> N
     if packed:
         attrs.update(q_num_heads=hq, kv_num_heads=hkv)
     model = one_node("Attention", inputs, attrs, opset=23, outputs=4)
-    got, want = run_tl(model, inputs), run_ort(model, inputs)
+    got, want = tensorloop_run(model, inputs), ort_run(model, inputs)
     # onnxruntime writes the lowest finite float where the spec's bias (mode 2) is -inf.
     want[3] = np.where(want[3] < -1e30, -np.inf, want[3])
     for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+        assert_close(g, w, {"float32": (1e-5, 1e-5)})
 
 
 @pytest.mark.parametrize(("causal", "heads"), [(0, (2, 2)), (1, (2, 2)), (1, (4, 2))])
@@ -85,8 +84,8 @@ def test_attention_nonpad_kv_seqlen_matches_onnxruntime(
     q, k, v = qkv(False, *heads)
     inputs = [q, k, v, None, None, None, np.array([3, 5], np.int64)]
     model = one_node("Attention", inputs, {"is_causal": causal}, opset=24, outputs=4)
-    for g, w in zip(run_tl(model, inputs), run_ort(model, inputs), strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    for g, w in zip(tensorloop_run(model, inputs), ort_run(model, inputs), strict=True):
+        assert_close(g, w, {"float32": (1e-5, 1e-6)})
 
 
 @pytest.mark.parametrize("precision", [None, TensorProto.FLOAT])
@@ -97,9 +96,9 @@ def test_attention_in_half_precision_matches_onnxruntime(precision: int | None) 
     if precision is not None:
         attrs["softmax_precision"] = precision
     model = one_node("Attention", inputs, attrs, opset=23, outputs=4)
-    for g, w in zip(run_tl(model, inputs), run_ort(model, inputs), strict=True):
-        assert g.dtype == w.dtype == np.float16
-        np.testing.assert_allclose(g, w, rtol=4e-3, atol=2e-3)
+    for g, w in zip(tensorloop_run(model, inputs), ort_run(model, inputs), strict=True):
+        assert w.dtype == np.float16
+        assert_close(g, w, {"float16": (4e-3, 2e-3)})
 
 
 def test_grouped_query_attention_is_attention_on_repeated_key_value_heads() -> None:
@@ -225,7 +224,7 @@ def add_graph(scores: TensorType, bias: TensorType) -> Graph:
 
 def test_flex_attention_without_modifiers_is_attention() -> None:
     q, k, v = qkv(False, 4, 2, np.float64)
-    (y,) = run_ir("FlexAttention", [q, k, v], {"scale": 0.4})
+    (y,) = run_core("FlexAttention", [q, k, v], {"scale": 0.4})
     np.testing.assert_allclose(y, attention([q, k, v], scale=0.4)[0], rtol=1e-12)
 
 
@@ -300,7 +299,7 @@ def test_linear_attention_resumes_from_its_state(rule: str) -> None:
     def part(lo: int, hi: int, state: np.ndarray | None) -> list[np.ndarray]:
         cut = [None if x is None else x[:, lo:hi] for x in (q, k, v)]
         extra = [None if x is None else x[:, lo:hi] for x in (decay, beta)]
-        return run_ir("LinearAttention", [*cut, state, *extra], attrs)
+        return run_core("LinearAttention", [*cut, state, *extra], attrs)
 
     whole, state = part(0, 6, None)
     first, middle = part(0, 2, None)
@@ -311,8 +310,8 @@ def test_linear_attention_resumes_from_its_state(rule: str) -> None:
 
 def test_linear_attention_is_unnormalized_causal_attention() -> None:
     q, k, v, *_ = linear_inputs("linear", 5, hq=2, hkv=2)
-    y, state = run_ir("LinearAttention", [q, k, v], {"update_rule": "linear", "q_num_heads": 2,
-                                                     "kv_num_heads": 2, "scale": 0.5})  # fmt: skip
+    attrs = {"update_rule": "linear", "q_num_heads": 2, "kv_num_heads": 2, "scale": 0.5}
+    y, state = run_core("LinearAttention", [q, k, v], attrs)
     q4, k4, v4 = (x.reshape(B, 5, 2, -1).transpose(0, 2, 1, 3) for x in (q, k, v))
     scores = np.tril(q4 @ k4.swapaxes(-1, -2))
     want = 0.5 * scores @ v4
@@ -355,14 +354,14 @@ def test_rotary_embedding_matches_onnxruntime(
     if packed:
         attrs["num_heads"] = heads
     model = one_node("RotaryEmbedding", inputs, attrs, opset=23)
-    (got,), (want,) = run_tl(model, inputs), run_ort(model, inputs)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    (got,), (want,) = tensorloop_run(model, inputs), ort_run(model, inputs)
+    assert_close(got, want, {"float32": (1e-5, 1e-6)})
 
 
 @pytest.mark.parametrize("dt", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64])
 def test_swiglu_is_swish_gated(dt: Any) -> None:
     a, b = (rng.standard_normal((3, 4)).astype(dt) for _ in range(2))
-    (y,) = run_ir("SwiGLU", [a, b], {"alpha": 1.5})
+    (y,) = run_core("SwiGLU", [a, b], {"alpha": 1.5})
     wa, wb = a.astype(np.float64), b.astype(np.float64)
     want = (wa / (1 + np.exp(-1.5 * wa)) * wb).astype(dt)
     assert y.dtype == np.dtype(dt)

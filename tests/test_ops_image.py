@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from onnx_oracle import infer, one_node, ort_run, run_core, tensorloop_run
 from tensorloop.errors import ExecutionError, GraphError
-from test_ops_indexing import RNG, T, infer, ints, one_node, randn, run_core, run_ort, run_tl
+from test_ops_indexing import RNG, T, ints, randn
 from test_ops_indexing import same_as_onnxruntime as same
 
 
@@ -99,8 +100,10 @@ def test_resize_integers_match_onnxruntime(dtype: Any, mode: str) -> None:
     # Results truncate toward zero; where the exact value is an integer, f32 rounding noise can
     # land onnxruntime one below or above it, so linear may differ by one there.
     x = RNG.integers(0, 120, size=(1, 2, 5, 6)).astype(dtype)
-    model = one_node("Resize", [x, None, floats(1, 1, 0.5, 0.7)], {"mode": mode}, 19, consts=(2,))
-    (got,), (want,) = run_tl(model, [x]), run_ort(model, [x])
+    model = one_node(
+        "Resize", [x, None, floats(1, 1, 0.5, 0.7)], {"mode": mode}, opset=19, consts=(2,)
+    )
+    (got,), (want,) = tensorloop_run(model, [x]), ort_run(model, [x])
     assert got.dtype == want.dtype and got.shape == want.shape
     assert np.abs(got.astype(int) - want).max() <= (mode == "linear")
 
@@ -190,7 +193,7 @@ def test_grid_sample_matches_onnxruntime(mode: str, padding: str, align: int) ->
 def test_grid_sample_of_opset_16_names_modes_as_before(mode: str, core: str) -> None:
     x, grid = randn(1, 2, 5, 6), _grid(1, 3, 4, 2)
     model = one_node("GridSample", [x, grid], {"mode": mode}, opset=16)
-    got, want = run_tl(model, [x, grid])[0], run_ort(model, [x, grid])[0]
+    got, want = tensorloop_run(model, [x, grid])[0], ort_run(model, [x, grid])[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
     np.testing.assert_array_equal(got, run_core("GridSample", [x, grid], mode=core)[0])
 

@@ -2,132 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import ml_dtypes
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from onnx import helper, numpy_helper
 
-from tensorloop.backends.reference.interpreter import Interpreter
+from onnx_oracle import infer, run_core
+from onnx_oracle import same_as_onnxruntime as oracle_same
 from tensorloop.errors import ExecutionError, GraphError
-from tensorloop.frontends.onnx import load_onnx
-from tensorloop.ir.graph import Graph, Value
-from tensorloop.tensor.types import TensorType, tensor_type_of
+from tensorloop.tensor.types import TensorType
 
 FAST = settings(max_examples=40, deadline=None)
 RNG = np.random.default_rng(7)
 TOLERANCE = {"float16": (2e-3, 2e-3), "float32": (1e-4, 2e-5), "float64": (1e-9, 1e-12)}
-ort.set_default_logger_severity(4)
-
-
-def one_node(
-    op: str,
-    inputs: Sequence[np.ndarray | None],
-    attrs: dict[str, Any],
-    opset: int,
-    outputs: int = 1,
-    consts: Sequence[int] = (),
-) -> onnx.ModelProto:
-    """A model of one ``op`` node fed by graph inputs x0, x1... (initializers for ``consts``)."""
-    names = ["" if x is None else f"x{i}" for i, x in enumerate(inputs)]
-    feeds = [
-        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-        for i, (n, x) in enumerate(zip(names, inputs, strict=True))
-        if x is not None and i not in consts
-    ]
-    inits = [
-        numpy_helper.from_array(x, names[i])
-        for i, x in enumerate(inputs)
-        if i in consts and x is not None
-    ]
-    outs = [f"y{i}" for i in range(outputs)]
-    node = helper.make_node(op, names, outs, **attrs)
-    graph = helper.make_graph(
-        [node], op, feeds, [helper.make_empty_tensor_value_info(o) for o in outs], inits
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-
-
-def run_tl(model: onnx.ModelProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-    fed = {i.name for i in model.graph.input}
-    got = load_onnx(model).run([x for i, x in enumerate(inputs) if f"x{i}" in fed])
-    return [np.asarray(got[o.name]) for o in model.graph.output]
-
-
-def run_ort(model: onnx.ModelProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    fed = {i.name for i in model.graph.input}
-    feeds = {f"x{i}": x for i, x in enumerate(inputs) if f"x{i}" in fed}
-    return [np.asarray(y) for y in session.run(None, feeds)]
-
-
-def assert_close(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
-    if want.dtype.kind == "f":
-        rtol, atol = TOLERANCE[str(want.dtype)]
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-    else:
-        np.testing.assert_array_equal(got, want)
-
-
-def same_as_onnxruntime(
-    op: str,
-    inputs: Sequence[np.ndarray | None],
-    attrs: dict[str, Any] | None = None,
-    opset: int = 22,
-    outputs: int = 1,
-    consts: Sequence[int] = (),
-) -> list[np.ndarray]:
-    """Run ``op`` through tensorloop's ONNX import and onnxruntime; the outputs must agree."""
-    model = one_node(op, inputs, attrs or {}, opset, outputs, consts)
-    got = run_tl(model, inputs)
-    for g, w in zip(got, run_ort(model, inputs), strict=True):
-        assert_close(g, w)
-    return got
-
-
-def run_core(op: str, inputs: Sequence[Any], **attrs: Any) -> list[np.ndarray]:
-    """Run core op ``op`` through the IR: arrays become parameters, ("const", array) constants."""
-    g = Graph()
-    values: list[Value | None] = []
-    args: list[np.ndarray] = []
-    for i, x in enumerate(inputs):
-        if x is None:
-            values.append(None)
-        elif isinstance(x, tuple):
-            data = np.array(x[1])
-            data.setflags(write=False)
-            values.append(g.add_node("Constant", [], {"value": data}).output)
-        else:
-            values.append(g.add_input(f"x{i}", tensor_type_of(x)))
-            args.append(x)
-    node = g.add_node(op, values, attrs)
-    g.set_outputs(node.outputs)
-    outs = Interpreter().run(g, args)
-    for v, out in zip(node.outputs, outs, strict=True):
-        assert isinstance(v.type, TensorType) and v.type.accepts(np.asarray(out))
-    return list(outs)
-
-
-def infer(op: str, inputs: Sequence[Any], **attrs: Any) -> list[str]:
-    """The inferred output types of ``op`` on types (TensorType) or constants ("const", array)."""
-    g = Graph()
-    values = [
-        None
-        if x is None
-        else g.add_node("Constant", [], {"value": np.array(x[1])}).output
-        if isinstance(x, tuple)
-        else g.add_input(f"x{i}", x)
-        for i, x in enumerate(inputs)
-    ]
-    return [str(v.type) for v in g.add_node(op, values, attrs).outputs]
+same_as_onnxruntime = partial(oracle_same, opset=22, tolerance=TOLERANCE)
 
 
 def ints(*values: int) -> np.ndarray:

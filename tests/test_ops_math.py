@@ -11,16 +11,15 @@ import ml_dtypes
 import numpy as np
 import onnx
 import onnx.backend.test.case.node as node_cases
-import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from onnx import helper
 
+from onnx_oracle import assert_close, infer, is_float, one_node, ort_run, tensorloop_run
 from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.errors import ExecutionError, GraphError
-from tensorloop.frontends.onnx import load_onnx
 from tensorloop.frontends.onnx.backend import check_case
 from tensorloop.ir.graph import Graph
 from tensorloop.tensor.dtypes import dtype
@@ -40,40 +39,10 @@ TOLERANCE = {
     # onnxruntime computes some f64 kernels (Shrink, Sin, ...) through f32
     "float64": (1e-6, 1e-9),
 }
-ort.set_default_logger_severity(4)
 
 
 def np_dtype(name: str) -> np.dtype[Any]:
     return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
-
-
-def is_float(dt: np.dtype[Any]) -> bool:
-    return dt.kind == "f" or dt == np.dtype(ml_dtypes.bfloat16)
-
-
-def one_node(
-    op: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any], opset: int
-) -> onnx.ModelProto:
-    """A model whose graph inputs feed one ``op`` node (None: an input left out)."""
-    names = ["" if x is None else f"x{i}" for i, x in enumerate(inputs)]
-    graph_inputs = [
-        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-        for n, x in zip(names, inputs, strict=True)
-        if x is not None
-    ]
-    node = helper.make_node(op, names, ["y"], **attrs)
-    y = helper.make_empty_tensor_value_info("y")
-    graph = helper.make_graph([node], op, graph_inputs, [y])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-
-
-def feeds(inputs: Sequence[np.ndarray | None]) -> dict[str, np.ndarray]:
-    return {f"x{i}": x for i, x in enumerate(inputs) if x is not None}
-
-
-def ort_run(model: onnx.ModelProto, inputs: Sequence[np.ndarray | None]) -> np.ndarray:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return np.asarray(session.run(None, feeds(inputs))[0])
 
 
 def wider_types(dt: np.dtype[Any]) -> list[type]:
@@ -94,13 +63,13 @@ def oracle(
     exact for integers (wrapping is the same), one rounding for the narrow floats."""
     first = next(x for x in inputs if x is not None)
     try:
-        return ort_run(one_node(op, inputs, attrs, opset), inputs), str(first.dtype)
+        return ort_run(one_node(op, inputs, attrs, opset=opset), inputs)[0], str(first.dtype)
     except Exception as exc:
         failure = exc
     for wide_type in wider_types(first.dtype):
         wide = [x if x is None or x.dtype != first.dtype else x.astype(wide_type) for x in inputs]
         try:
-            y = ort_run(one_node(op, wide, attrs, opset), wide)
+            (y,) = ort_run(one_node(op, wide, attrs, opset=opset), wide)
         except Exception:
             continue
         if y.dtype != bool and "dtype" not in attrs:
@@ -110,11 +79,11 @@ def oracle(
     raise failure
 
 
-def tensorloop_run(
+def run(
     op: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any], opset: int
 ) -> np.ndarray:
-    model = load_onnx(one_node(op, inputs, attrs, opset))
-    return np.asarray(model.run([x for x in inputs if x is not None])["y"])
+    """tensorloop's output of one ``op`` node."""
+    return tensorloop_run(one_node(op, inputs, attrs, opset=opset), inputs)[0]
 
 
 def same_as_onnxruntime(
@@ -124,16 +93,9 @@ def same_as_onnxruntime(
     opset: int = ORT_OPSET,
 ) -> np.ndarray:
     attrs = attrs or {}
-    got = tensorloop_run(op, inputs, attrs, opset)
+    got = run(op, inputs, attrs, opset)
     want, computed_in = oracle(op, inputs, attrs, opset)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
-    if is_float(want.dtype):
-        rtol, atol = TOLERANCE[computed_in]
-        np.testing.assert_allclose(
-            got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol
-        )
-    else:
-        np.testing.assert_array_equal(got, want)
+    assert_close(got, want, TOLERANCE, computed_in)
     return got
 
 
@@ -216,7 +178,7 @@ def test_unary_float_ops_match_onnxruntime(
 @pytest.mark.parametrize("dt", FLOATS)
 def test_sign_of_nan_is_nan(dt: str) -> None:
     x = np.array([np.nan, -3, 0], np_dtype(dt))
-    got = tensorloop_run("Sign", [x], {}, ORT_OPSET).astype(np.float64)
+    got = run("Sign", [x], {}, ORT_OPSET).astype(np.float64)
     np.testing.assert_array_equal(got, [np.nan, -1, 0])
 
 
@@ -241,14 +203,14 @@ def test_swish_is_x_times_sigmoid_of_alpha_x() -> None:
     xi = helper.make_tensor_value_info("x0", onnx.TensorProto.FLOAT, x.shape)
     graph = helper.make_graph(nodes, "swish", [xi], [helper.make_empty_tensor_value_info("y")])
     formula = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)], ir_version=10)
-    got = tensorloop_run("Swish", [x], {"alpha": 1.7}, 24)
-    np.testing.assert_allclose(got, ort_run(formula, [x]), rtol=1e-5, atol=1e-6)
+    got = run("Swish", [x], {"alpha": 1.7}, 24)
+    np.testing.assert_allclose(got, ort_run(formula, [x])[0], rtol=1e-5, atol=1e-6)
 
 
 @settings(max_examples=200, deadline=None)
 @given(hnp.arrays(np.float64, 16, elements=st.floats(allow_nan=True, allow_infinity=True)))
 def test_erf_is_within_a_few_ulp_of_math_erf(x: np.ndarray) -> None:
-    got = tensorloop_run("Erf", [x], {}, ORT_OPSET)
+    got = run("Erf", [x], {}, ORT_OPSET)
     want = np.array([math.erf(v) for v in x.tolist()])
     np.testing.assert_allclose(got, want, rtol=4e-15, atol=1e-300)
 
@@ -263,7 +225,7 @@ def test_isnan_and_isinf_take_float8(dt: type, op: str, attrs: dict[str, Any]) -
     # Some float8 types have no inf (it saturates to NaN or the largest value); the f32 value of
     # each element decides, checked by onnxruntime.
     x = np.array([0, np.nan, np.inf, -np.inf, 3, -448], dt)
-    got = tensorloop_run(op, [x], attrs, ORT_OPSET)
+    got = run(op, [x], attrs, ORT_OPSET)
     np.testing.assert_array_equal(got, same_as_onnxruntime(op, [x.astype(np.float32)], attrs))
 
 
@@ -271,7 +233,7 @@ def test_isnan_and_isinf_take_float8(dt: type, op: str, attrs: dict[str, Any]) -
 @given(hnp.arrays(np.float64, 16, elements=st.floats(-1e6, 1e6)))
 def test_round_takes_halves_to_even_like_python(x: np.ndarray) -> None:
     x = np.concatenate([x, np.round(x) + 0.5])
-    got = tensorloop_run("Round", [x], {}, ORT_OPSET)
+    got = run("Round", [x], {}, ORT_OPSET)
     np.testing.assert_array_equal(got, [float(round(v)) for v in x.tolist()])
 
 
@@ -309,7 +271,7 @@ def test_bit_shift_is_multiplying_or_flooring_by_a_power_of_two(
     bits = np_dtype(dt).itemsize * 8
     x = np.array([min(max(v, int(info.min)), int(info.max)) for v in xs], dt)
     y = np.array([max(v, 0) if info.min == 0 else v for v in ys]).astype(dt)
-    got = tensorloop_run("BitShift", [x, y], {"direction": direction}, 28)
+    got = run("BitShift", [x, y], {"direction": direction}, 28)
     want = []
     for a, b in zip(x.tolist(), y.tolist(), strict=True):
         if not 0 <= b < bits:
@@ -348,7 +310,7 @@ def test_float_fmod_matches_onnxruntime(dt: str) -> None:
     st.lists(st.floats(width=64), min_size=6, max_size=6),
 )
 def test_float_mod_is_python_percent_or_c_fmod(fmod: int, xs: list[float], ys: list[float]) -> None:
-    got = tensorloop_run("Mod", [np.array(xs), np.array(ys)], {"fmod": fmod}, 28)
+    got = run("Mod", [np.array(xs), np.array(ys)], {"fmod": fmod}, 28)
     for g, a, b in zip(got.tolist(), xs, ys, strict=True):
         try:
             want = math.fmod(a, b) if fmod else a % b
@@ -361,7 +323,7 @@ def test_float_mod_is_python_percent_or_c_fmod(fmod: int, xs: list[float], ys: l
 
 def test_integer_mod_by_zero_fails() -> None:
     with pytest.raises(ExecutionError, match="modulo by zero"):
-        tensorloop_run("Mod", [np.array([3, 4]), np.array([1, 0])], {}, ORT_OPSET)
+        run("Mod", [np.array([3, 4]), np.array([1, 0])], {}, ORT_OPSET)
 
 
 @pytest.mark.parametrize("dt", [*FLOATS, "int32", "int64", "uint32", "uint64"])
@@ -456,7 +418,7 @@ def test_einsum_spaces_and_implicit_outputs(equation: str, explicit: str) -> Non
     xs = [floats("float32", -2, 2, (2, 3)), floats("float32", -2, 2, (3, 4))]
     if explicit.count(",") == 2:
         xs.append(floats("float32", -2, 2, (4, 2)))
-    got = tensorloop_run("Einsum", xs, {"equation": equation}, ORT_OPSET)
+    got = run("Einsum", xs, {"equation": equation}, ORT_OPSET)
     np.testing.assert_array_equal(got, np.einsum(explicit, *xs))
 
 
@@ -476,7 +438,7 @@ def test_trilu_of_strings_blanks_what_it_drops(upper: int) -> None:
     words = np.array([f"w{c}" for c in codes.reshape(-1)], dtype=object).reshape(3, 4)
     k = np.array(1)
     kept = same_as_onnxruntime("Trilu", [codes, k], {"upper": upper}) != 0
-    got = tensorloop_run("Trilu", [words, k], {"upper": upper}, ORT_OPSET)
+    got = run("Trilu", [words, k], {"upper": upper}, ORT_OPSET)
     np.testing.assert_array_equal(got, np.where(kept, words, ""))
 
 
@@ -494,8 +456,8 @@ def test_eye_like_matches_onnxruntime(dt: str, attrs: dict[str, Any], shape: Any
 )
 def test_upper_and_lower_triangles_add_up(x: np.ndarray, k: int) -> None:
     kk = np.array(k, np.int64)
-    upper = tensorloop_run("Trilu", [x, kk], {"upper": 1}, ORT_OPSET)
-    lower = tensorloop_run("Trilu", [x, kk - 1], {"upper": 0}, ORT_OPSET)
+    upper = run("Trilu", [x, kk], {"upper": 1}, ORT_OPSET)
+    lower = run("Trilu", [x, kk - 1], {"upper": 0}, ORT_OPSET)
     np.testing.assert_array_equal(upper + lower, x)
     assert not np.any((upper != 0) & (lower != 0))
 
@@ -516,10 +478,11 @@ def test_old_softmax_family_sees_a_matrix(opset: int, op: str, axis: int | None)
 @pytest.mark.parametrize("dims", [["N", "C", "H"], [2, "C", "H"], ["N", 3, 4]])
 def test_old_softmax_family_with_dims_known_only_when_running(op: str, dims: list[Any]) -> None:
     x = np.round(floats("float32", -3, 3, (2, 3, 4)))
-    model = one_node(op, [x], {"axis": 1}, 11)
+    model = one_node(op, [x], {"axis": 1}, opset=11)
     model.graph.input[0].CopyFrom(helper.make_tensor_value_info("x0", 1, dims))
-    got = np.asarray(load_onnx(model).run([x])["y"])
-    np.testing.assert_allclose(got, ort_run(one_node(op, [x], {"axis": 1}, 11), [x]), rtol=1e-5)
+    (got,) = tensorloop_run(model, [x])
+    (want,) = ort_run(one_node(op, [x], {"axis": 1}, opset=11), [x])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 @pytest.mark.parametrize("opset", [7, 10])
@@ -529,12 +492,6 @@ def test_old_clip_takes_its_bounds_from_attributes(opset: int, attrs: dict[str, 
 
 
 # -- type rules --------------------------------------------------------------------------------
-
-
-def infer(op: str, types: Sequence[TensorType | None], attrs: dict[str, Any] | None = None) -> str:
-    g = Graph()
-    values = [None if t is None else g.add_input(f"x{i}", t) for i, t in enumerate(types)]
-    return ", ".join(str(v.type) for v in g.add_node(op, values, attrs or {}).outputs)
 
 
 @pytest.mark.parametrize(
@@ -557,7 +514,8 @@ def infer(op: str, types: Sequence[TensorType | None], attrs: dict[str, Any] | N
 )
 def test_type_rules(op: str, types: list[Any], attrs: dict[str, Any], want: str) -> None:
     attrs = {k: dtype(v) if k == "dtype" else v for k, v in attrs.items()}
-    assert infer(op, [None if t is None else TensorType(*t) for t in types], attrs) == want
+    got = infer(op, [None if t is None else TensorType(*t) for t in types], attrs)
+    assert ", ".join(got) == want
 
 
 @pytest.mark.parametrize(

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import ml_dtypes
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from onnx import helper
 
+from onnx_oracle import assert_close, infer, one_node, run_core, tensorloop_run
+from onnx_oracle import same_as_onnxruntime as oracle_same
 from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.errors import ExecutionError, GraphError
-from tensorloop.frontends.onnx import load_onnx
 from tensorloop.ir.graph import Graph
-from tensorloop.tensor.types import TensorType, tensor_type_of
+from tensorloop.tensor.types import TensorType
 
 FAST = settings(max_examples=40, deadline=None)
 ORT_OPSET = 22
@@ -30,76 +28,11 @@ TOLERANCE = {
     "float32": (1e-4, 1e-5),
     "float64": (1e-9, 1e-12),
 }
-ort.set_default_logger_severity(4)
-
-
-def one_node(
-    op: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any], opset: int, outputs: int
-) -> onnx.ModelProto:
-    """A model whose graph inputs feed one ``op`` node with ``outputs`` outputs y0, y1, ..."""
-    names = ["" if x is None else f"x{i}" for i, x in enumerate(inputs)]
-    graph_inputs = [
-        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-        for n, x in zip(names, inputs, strict=True)
-        if x is not None
-    ]
-    outs = [f"y{i}" for i in range(outputs)]
-    node = helper.make_node(op, names, outs, **attrs)
-    graph = helper.make_graph(
-        [node], op, graph_inputs, [helper.make_empty_tensor_value_info(o) for o in outs]
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-
-
-def tensorloop_run(model: onnx.ModelProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-    got = load_onnx(model).run([x for x in inputs if x is not None])
-    return [np.asarray(got[o.name]) for o in model.graph.output]
-
-
-def ort_run(model: onnx.ModelProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = {f"x{i}": x for i, x in enumerate(inputs) if x is not None}
-    return [np.asarray(y) for y in session.run(None, feeds)]
-
-
-def assert_close(got: np.ndarray, want: np.ndarray, dtype: str | None = None) -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
-    if want.dtype.kind == "f" or want.dtype == np.dtype(ml_dtypes.bfloat16):
-        rtol, atol = TOLERANCE[dtype or str(want.dtype)]
-        np.testing.assert_allclose(
-            got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol
-        )
-    else:
-        np.testing.assert_array_equal(got, want)
-
-
-def same_as_onnxruntime(
-    op: str,
-    inputs: Sequence[np.ndarray | None],
-    attrs: dict[str, Any] | None = None,
-    opset: int = ORT_OPSET,
-    outputs: int = 1,
-) -> list[np.ndarray]:
-    model = one_node(op, inputs, attrs or {}, opset, outputs)
-    got = tensorloop_run(model, inputs)
-    for g, w in zip(got, ort_run(model, inputs), strict=True):
-        assert_close(g, w)
-    return got
+same_as_onnxruntime = partial(oracle_same, opset=ORT_OPSET, tolerance=TOLERANCE)
 
 
 def randn(*shape: int, dtype: Any = np.float32) -> np.ndarray:
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def run_core(op: str, inputs: Sequence[np.ndarray | None], **attrs: Any) -> list[np.ndarray]:
-    """Run core op ``op`` on arrays (None: an omitted optional input) straight through the IR."""
-    g = Graph()
-    values = [
-        None if x is None else g.add_input(f"x{i}", tensor_type_of(x)) for i, x in enumerate(inputs)
-    ]
-    node = g.add_node(op, values, attrs)
-    g.set_outputs(node.outputs)
-    return list(Interpreter().run(g, [x for x in inputs if x is not None]))
 
 
 # --- Convolutions -------------------------------------------------------------------------------
@@ -131,7 +64,10 @@ def test_conv_in_narrow_and_wide_floats() -> None:
         (got,) = run_core("Conv", [x.astype(dt), w.astype(dt)], pads=(1, 1, 1, 1))
         assert got.dtype == np.dtype(dt)
         assert_close(
-            got.astype(np.float32), want, "float32" if dt == np.float64 else str(np.dtype(dt))
+            got.astype(np.float32),
+            want,
+            TOLERANCE,
+            "float32" if dt == np.float64 else str(np.dtype(dt)),
         )
 
 
@@ -535,7 +471,9 @@ def test_older_dropout_batch_norm_and_norms() -> None:
     # onnxruntime leaves the mask of Dropout-7..11 all zero; every entry is kept, so (as from
     # opset 12 on) it is all ones: float before opset 10, bool after.
     for opset, dt in ((7, np.float32), (10, np.bool_)):
-        y, mask = tensorloop_run(one_node("Dropout", [x], {"ratio": 0.3}, opset, 2), [x])
+        y, mask = tensorloop_run(
+            one_node("Dropout", [x], {"ratio": 0.3}, opset=opset, outputs=2), [x]
+        )
         np.testing.assert_array_equal(y, x)
         assert mask.dtype == dt and (mask == 1).all()
     per_activation = [
@@ -553,12 +491,6 @@ def test_older_dropout_batch_norm_and_norms() -> None:
 
 
 # --- Type rules ---------------------------------------------------------------------------------
-
-
-def infer(op: str, types: Sequence[TensorType | None], **attrs: Any) -> list[str]:
-    g = Graph()
-    values = [None if t is None else g.add_input(f"x{i}", t) for i, t in enumerate(types)]
-    return [str(v.type) for v in g.add_node(op, values, attrs).outputs]
 
 
 T = TensorType

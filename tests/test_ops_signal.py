@@ -8,67 +8,25 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import helper
 
-from tensorloop.backends.reference.interpreter import Interpreter
+from onnx_oracle import infer, one_node, ort_run, run_core, tensorloop_run
 from tensorloop.errors import ExecutionError, GraphError
-from tensorloop.frontends.onnx import load_onnx
 from tensorloop.ir.graph import Graph
 from tensorloop.tensor.dtypes import DType
-from tensorloop.tensor.types import TensorType, tensor_type_of
+from tensorloop.tensor.types import TensorType
 
 FAST = settings(max_examples=40, deadline=None)
-ort.set_default_logger_severity(4)
-
-
-def one_node(
-    op: str,
-    inputs: Sequence[np.ndarray | None],
-    attrs: dict[str, Any] | None = None,
-    *,
-    opset: int = 20,
-    outputs: int = 1,
-    domain: str = "",
-) -> onnx.ModelProto:
-    """A model whose graph inputs x0, x1, ... feed one ``op`` node with outputs y0, y1, ..."""
-    names = ["" if x is None else f"x{i}" for i, x in enumerate(inputs)]
-    graph_inputs = [
-        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-        for n, x in zip(names, inputs, strict=True)
-        if x is not None
-    ]
-    outs = [f"y{i}" for i in range(outputs)]
-    node = helper.make_node(op, names, outs, domain=domain, **(attrs or {}))
-    graph = helper.make_graph(
-        [node], op, graph_inputs, [helper.make_empty_tensor_value_info(y) for y in outs]
-    )
-    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] * bool(domain))
-    return helper.make_model(graph, opset_imports=imports, ir_version=10)
-
-
-def feeds(inputs: Sequence[np.ndarray | None]) -> dict[str, np.ndarray]:
-    return {f"x{i}": x for i, x in enumerate(inputs) if x is not None}
-
-
-def run_tl(model: onnx.ModelProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-    out = load_onnx(model).run(feeds(inputs))
-    return [out[o.name] for o in model.graph.output]
-
-
-def run_ort(model: onnx.ModelProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return [np.asarray(y) for y in session.run(None, feeds(inputs))]
 
 
 def assert_like_ort(
     model: onnx.ModelProto, inputs: Sequence[np.ndarray | None], rtol: float = 1e-4
 ) -> list[np.ndarray]:
     """tensorloop's outputs equal onnxruntime's (in dtype, shape and value, up to rounding)."""
-    got, want = run_tl(model, inputs), run_ort(model, inputs)
+    got, want = tensorloop_run(model, inputs), ort_run(model, inputs)
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
         scale = float(np.max(np.abs(w.astype(np.float64)), initial=1.0))
@@ -87,32 +45,6 @@ def node_cases(module: str, op: str) -> list[Any]:
         for c in node._NodeTestCases
         if not str(c.name).endswith("_expanded") and c.model.graph.node[0].op_type == op
     ]
-
-
-def run_ir(op: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
-    """Run one core op on parameters (None: an input left out); every output must fit the
-    type its rule inferred."""
-    g = Graph()
-    params = [None if x is None else g.add_input(f"x{i}", tensor_type_of(x))
-              for i, x in enumerate(inputs)]  # fmt: skip
-    node = g.add_node(op, params, attrs)
-    g.set_outputs(node.outputs)
-    outs = Interpreter().run(g, [x for x in inputs if x is not None])
-    for value, out in zip(node.outputs, outs, strict=True):
-        assert isinstance(value.type, TensorType) and value.type.accepts(out)
-    return outs
-
-
-def infer(op: str, types: Sequence[TensorType | np.ndarray], attrs: dict[str, Any]) -> list[str]:
-    """The inferred output types of one node; arrays become constants the rule can read."""
-    g = Graph()
-    values = [
-        g.add_node("Constant", [], {"value": t}).output
-        if isinstance(t, np.ndarray)
-        else g.add_input(f"x{i}", t)
-        for i, t in enumerate(types)
-    ]
-    return [str(v.type) for v in g.add_node(op, values, attrs).outputs]
 
 
 rng = np.random.default_rng(7)
@@ -140,8 +72,8 @@ def test_dft_matches_onnxruntime(
 ) -> None:
     x = rng.standard_normal(shape).astype(np.float32)
     n = None if length is None else np.array(length, np.int64)
-    model = one_node("DFT", [x, n, np.array(axis, np.int64)], {"inverse": inverse,
-                                                             "onesided": onesided})  # fmt: skip
+    attrs = {"inverse": inverse, "onesided": onesided}
+    model = one_node("DFT", [x, n, np.array(axis, np.int64)], attrs, opset=20)
     assert_like_ort(model, [x, n, np.array(axis, np.int64)])
 
 
@@ -151,14 +83,14 @@ def test_an_inverse_onesided_dft_of_any_length_is_numpys_irfft() -> None:
     # zero-pad" agree with NumPy, which reads the first n // 2 + 1 bins.
     x = rng.standard_normal((3, 5, 2))
     for n in (4, 7, 10, 11):
-        (y,) = run_ir("DFT", [x, np.array(n, np.int64)], {"inverse": 1, "onesided": 1})
+        (y,) = run_core("DFT", [x, np.array(n, np.int64)], {"inverse": 1, "onesided": 1})
         np.testing.assert_allclose(y[..., 0], np.fft.irfft(x[..., 0] + 1j * x[..., 1], n, axis=1))
 
 
 def test_dft_17_takes_axis_as_an_attribute() -> None:
     x = rng.standard_normal((2, 6, 5, 2)).astype(np.float32)
     model = one_node("DFT", [x], {"axis": 2, "inverse": 1}, opset=17)
-    (y,) = run_tl(model, [x])
+    (y,) = tensorloop_run(model, [x])
     want = np.fft.ifft(x[..., 0] + 1j * x[..., 1], axis=2)
     np.testing.assert_allclose(y, np.stack([want.real, want.imag], -1), atol=1e-5)
 
@@ -167,10 +99,10 @@ def test_dft_17_takes_axis_as_an_attribute() -> None:
 @given(st.integers(1, 12), st.integers(1, 3), st.sampled_from([np.float32, np.float64]))
 def test_an_inverse_dft_undoes_a_dft(n: int, batch: int, dt: type) -> None:
     x = np.random.default_rng(n).standard_normal((batch, n, 2)).astype(dt)
-    (spectrum,) = run_ir("DFT", [x], {})
-    (back,) = run_ir("DFT", [spectrum], {"inverse": 1})
-    (half,) = run_ir("DFT", [x[..., :1]], {"onesided": 1})
-    (real,) = run_ir("DFT", [half, np.array(n, np.int64)], {"onesided": 1, "inverse": 1})
+    (spectrum,) = run_core("DFT", [x], {})
+    (back,) = run_core("DFT", [spectrum], {"inverse": 1})
+    (half,) = run_core("DFT", [x[..., :1]], {"onesided": 1})
+    (real,) = run_core("DFT", [half, np.array(n, np.int64)], {"onesided": 1, "inverse": 1})
     tol = 1e-4 if dt == np.float32 else 1e-10
     np.testing.assert_allclose(back, x, atol=tol)
     np.testing.assert_allclose(real, x[..., :1], atol=tol)
@@ -215,7 +147,7 @@ def test_dft_rejects_bad_input(types: list[Any], attrs: dict[str, Any], message:
 def test_dft_reports_a_bad_axis_at_run_time() -> None:
     x = np.ones((4, 1), np.float32)
     with pytest.raises(ExecutionError, match="axis 3 is outside"):
-        run_ir("DFT", [x, np.array(4, np.int64), np.array(3, np.int64)], {})
+        run_core("DFT", [x, np.array(4, np.int64), np.array(3, np.int64)], {})
 
 
 # -- STFT ----------------------------------------------------------------------------------------
@@ -238,7 +170,9 @@ def test_stft_matches_onnxruntime(
 
 def test_stft_of_a_complex_signal() -> None:
     x = rng.standard_normal((1, 20, 2)).astype(np.float64)
-    (y,) = run_ir("STFT", [x, np.array(5, np.int64), None, np.array(8, np.int64)], {"onesided": 0})
+    (y,) = run_core(
+        "STFT", [x, np.array(5, np.int64), None, np.array(8, np.int64)], {"onesided": 0}
+    )
     signal = x[0, :, 0] + 1j * x[0, :, 1]
     for f in range(3):
         want = np.fft.fft(signal[5 * f : 5 * f + 8])
@@ -278,12 +212,12 @@ def test_windows_match_onnxruntime(op: str, periodic: int, size: int, dt: int) -
 
 def test_windows_have_their_textbook_values() -> None:
     n = np.array(9, np.int32)
-    (hann,) = run_ir("HannWindow", [n], {"periodic": 0, "output_datatype": DType.float64})
-    (blackman,) = run_ir("BlackmanWindow", [n], {"periodic": 0, "output_datatype": DType.float64})
+    (hann,) = run_core("HannWindow", [n], {"periodic": 0, "output_datatype": DType.float64})
+    (blackman,) = run_core("BlackmanWindow", [n], {"periodic": 0, "output_datatype": DType.float64})
     np.testing.assert_allclose(hann, np.hanning(9), atol=1e-15)
     np.testing.assert_allclose(blackman, np.blackman(9), atol=1e-15)
     # A symmetric window of one point is [1] (onnxruntime gives 0/0 = NaN).
-    (one,) = run_ir("HammingWindow", [np.array(1)], {"periodic": 0})
+    (one,) = run_core("HammingWindow", [np.array(1)], {"periodic": 0})
     np.testing.assert_array_equal(one, np.ones(1, np.float32))
     assert infer("HammingWindow", [TensorType("i64", [])], {}) == ["f32[?]"]
     with pytest.raises(GraphError, match="output_datatype: expected a numeric type"):
@@ -315,7 +249,7 @@ def test_optimizers_match_the_onnx_test_data(op: str) -> None:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
         for inputs, outputs in case.data_sets:
-            got = run_ir(node.op_type, [np.asarray(x) for x in inputs], attrs)
+            got = run_core(node.op_type, [np.asarray(x) for x in inputs], attrs)
             for g, w in zip(got, outputs, strict=True):
                 np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7, err_msg=case.name)
 
@@ -329,8 +263,8 @@ def test_an_optimizer_step_on_two_tensors_is_two_steps(op: str) -> None:
     r, t = np.array(0.1), np.array(3, np.int64)
     a = [np.abs(rng.standard_normal((2, 3))) for _ in range(kinds)]
     b = [np.abs(rng.standard_normal(4)) for _ in range(kinds)]
-    joint = run_ir(op, [r, t, *(x for pair in zip(a, b, strict=True) for x in pair)], attrs)
-    alone_a, alone_b = run_ir(op, [r, t, *a], attrs), run_ir(op, [r, t, *b], attrs)
+    joint = run_core(op, [r, t, *(x for pair in zip(a, b, strict=True) for x in pair)], attrs)
+    alone_a, alone_b = run_core(op, [r, t, *a], attrs), run_core(op, [r, t, *b], attrs)
     for k, (ya, yb) in enumerate(zip(alone_a, alone_b, strict=True)):
         np.testing.assert_array_equal(joint[2 * k], ya)
         np.testing.assert_array_equal(joint[2 * k + 1], yb)

@@ -76,6 +76,16 @@ def expect(ctx: InferContext, index: int, kind: str = "any", rank: int | None = 
     return t
 
 
+def scalar_int(ctx: InferContext, index: int, what: str = "") -> int | None:
+    """Input ``index`` as an integer scalar (or 1-D of length 1): its value when a constant."""
+    t = expect(ctx, index, "int")
+    if t.shape not in (None, (), (1,), (UNKNOWN,)):
+        label = f" ({what})" if what else ""
+        raise ctx.error(f"input #{index}{label}: expected an integer scalar, got {t}")
+    values = ctx.const_ints(index)
+    return None if values is None else values[0]
+
+
 def expect_one_of(
     ctx: InferContext, index: int, allowed: Collection[DType], what: str = ""
 ) -> TensorType:

@@ -11,6 +11,7 @@ from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, Dim, TensorType, Type
 from .common import broadcast_dims, elementwise, expect, norm_axis
 from .elementwise import Rule
+from .reduce import running
 
 
 def _f(default: float) -> AttrSpec:
@@ -227,12 +228,7 @@ op("Hardmax", attrs={"axis": AttrSpec(int, -1)})(
 def _cumprod(ctx: InferContext) -> list[Type]:
     """Running products of ``x`` along the axis held by the integer scalar ``axis``; exclusive=1
     leaves each entry out of its own product, reverse=1 multiplies from the end."""
-    t = typed(ctx, 0, "numeric")
-    _scalar(ctx, 1, "int")
-    axis = ctx.const_ints(1)
-    if axis is not None and t.shape is not None:
-        norm_axis(ctx, axis[0], len(t.shape))
-    return [t]
+    return running(ctx, typed(ctx, 0, "numeric"))
 
 
 @op("Det")

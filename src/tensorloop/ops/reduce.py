@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, TensorType, Type
-from .common import expect, norm_axis, normalize_axes, reported, static_length
+from .common import expect, norm_axis, normalize_axes, reported, scalar_int, static_length
 from .elementwise import Rule
 
 _REDUCE_ATTRS = {"keepdims": AttrSpec(int, 1), "noop_with_empty_axes": AttrSpec(int, 0)}
@@ -98,17 +98,20 @@ op("ArgMax", attrs=_ARGMAX_ATTRS)(_arg_extreme("largest"))
 op("ArgMin", attrs=_ARGMAX_ATTRS)(_arg_extreme("smallest"))
 
 
+def running(ctx: InferContext, t: TensorType) -> list[Type]:
+    """The type of CumSum and CumProd: their input ``t``, running along the axis that the integer
+    scalar input #1 holds."""
+    axis = scalar_int(ctx, 1)
+    if axis is not None and t.shape is not None:
+        norm_axis(ctx, axis, len(t.shape))
+    return [t]
+
+
 @op("CumSum", inputs=2, attrs={"exclusive": AttrSpec(int, 0), "reverse": AttrSpec(int, 0)})
 def _cumsum(ctx: InferContext) -> list[Type]:
     """Running sums of ``x`` along the axis held by the integer scalar ``axis``; exclusive=1 leaves
     each entry out of its own sum, reverse=1 sums from the end."""
-    t, a = expect(ctx, 0, "numeric"), expect(ctx, 1, "int")
-    if a.shape not in (None, (), (1,), (UNKNOWN,)):
-        raise ctx.error(f"input #1: expected an integer scalar, got {a}")
-    axis = ctx.const_ints(1)
-    if axis is not None and t.shape is not None:
-        norm_axis(ctx, axis[0], len(t.shape))
-    return [t]
+    return running(ctx, expect(ctx, 0, "numeric"))
 
 
 @op("Softmax", attrs={"axis": AttrSpec(int, -1)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, Dim, TensorType, Type
-from .common import expect
+from .common import expect, scalar_int
 
 # name: (a0, a1, a2) of w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)
 WINDOWS: dict[str, tuple[float, float, float]] = {
@@ -13,17 +13,6 @@ WINDOWS: dict[str, tuple[float, float, float]] = {
     "HammingWindow": (25 / 46, 21 / 46, 0.0),
     "BlackmanWindow": (0.42, 0.5, 0.08),
 }
-
-
-def scalar_int(ctx: InferContext, index: int, what: str) -> int | None:
-    """The value of integer scalar input ``index`` when it is a constant."""
-    t = expect(ctx, index, "int")
-    if t.shape is not None and not (
-        len(t.shape) == 0 or (len(t.shape) == 1 and t.shape[0] in (1, UNKNOWN))
-    ):
-        raise ctx.error(f"input #{index} ({what}): expected an integer scalar, got {t}")
-    values = ctx.const_ints(index)
-    return None if values is None else values[0]
 
 
 def output_dtype(ctx: InferContext) -> DType:

@@ -12,6 +12,7 @@ import numpy as np
 from ....ops.math import parse_einsum
 from ..registry import Kernel, KernelContext, kernel
 from .elementwise import Array, axis_in, fail, is_float, widen
+from .reduce import running
 
 _SERIES_LIMIT = 3.0  # erf's power series below it, the continued fraction of erfc above
 _FRACTION_DEPTH = 60  # ample for erfc at x >= 3: the tail is below f64 rounding by depth 40
@@ -198,22 +199,7 @@ def hardmax(ctx: KernelContext, data: Any) -> Array:
 
 @kernel("CumProd")
 def cumprod(ctx: KernelContext, data: Any, axis: Any) -> Array:
-    x, held = np.asarray(data), np.asarray(axis)
-    if held.size != 1:
-        raise fail(ctx, f"axis must hold one integer, got shape {list(held.shape)}")
-    # Along the last axis, reversed if asked; exclusive shifts a 1 in before the products.
-    ax = axis_in(ctx, int(held.reshape(())), x.ndim)
-    y = np.moveaxis(x, ax, -1)
-    if ctx.attr("reverse"):
-        y = y[..., ::-1]
-    if ctx.attr("exclusive"):
-        y = np.concatenate([np.ones_like(y[..., :1]), y[..., :-1]], axis=-1)
-    # Floats multiply in f64 and round once; integers wrap as they would in their own type.
-    products = np.cumprod(y, axis=-1, dtype=np.float64 if is_float(x.dtype) else None)
-    if ctx.attr("reverse"):
-        products = products[..., ::-1]
-    with np.errstate(over="ignore"):
-        return np.moveaxis(products, -1, ax).astype(x.dtype)
+    return running(ctx, data, axis, np.cumprod, 1)
 
 
 @kernel("Det")

@@ -107,8 +107,13 @@ def arg_extreme(ctx: KernelContext, data: Any) -> Array:
     return np.asarray(index if ctx.attr("keepdims") else np.squeeze(index, axis)).astype(np.int64)
 
 
-@kernel("CumSum")
-def cumsum(ctx: KernelContext, data: Any, axis: Any) -> Array:
+def running(
+    ctx: KernelContext, data: Any, axis: Any, accumulate: Callable[..., Array], identity: int
+) -> Array:
+    """Running sums or products (``accumulate``: np.cumsum or np.cumprod) of ``data`` along the
+    axis held by the one-integer tensor ``axis``; exclusive=1 leaves each entry out of its own
+    total (``identity`` stands first), reverse=1 runs from the end. Floats accumulate in f64 and
+    round once; integers wrap as they would in their own type."""
     x, held = np.asarray(data), np.asarray(axis)
     if held.size != 1:
         raise fail(ctx, f"axis must hold one integer, got shape {list(held.shape)}")
@@ -117,13 +122,19 @@ def cumsum(ctx: KernelContext, data: Any, axis: Any) -> Array:
     y = np.moveaxis(x, ax, -1)
     if ctx.attr("reverse"):
         y = y[..., ::-1]
-    sums = np.cumsum(y, axis=-1, dtype=_accumulator(x))
-    if ctx.attr("exclusive"):
-        sums = np.concatenate([np.zeros_like(sums[..., :1]), sums[..., :-1]], axis=-1)
-    if ctx.attr("reverse"):
-        sums = sums[..., ::-1]
-    with np.errstate(over="ignore"):  # an f64 sum past the narrow type's range is inf
-        return np.moveaxis(sums, -1, ax).astype(x.dtype)
+    with np.errstate(over="ignore"):  # an f64 total past the range is inf, as is a narrow one's
+        totals = accumulate(y, axis=-1, dtype=_accumulator(x))
+        if ctx.attr("exclusive"):
+            first = np.full_like(totals[..., :1], identity)
+            totals = np.concatenate([first, totals[..., :-1]], axis=-1)
+        if ctx.attr("reverse"):
+            totals = totals[..., ::-1]
+        return np.moveaxis(totals, -1, ax).astype(x.dtype)
+
+
+@kernel("CumSum")
+def cumsum(ctx: KernelContext, data: Any, axis: Any) -> Array:
+    return running(ctx, data, axis, np.cumsum, 0)
 
 
 @kernel("Softmax")
