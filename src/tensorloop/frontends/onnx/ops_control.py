@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import FormatError
 from ...ir.control_flow import CONDITION_TYPE, ITERATION_TYPE, Sliced, Stacked, normalize_axis
 from ...ir.emit import Emitter
 from ...ir.graph import Graph, Value, copy_node
@@ -39,8 +40,6 @@ def _body_scalar(em: Emitter, value: Value, where: str) -> Value:
     """The body's condition result as a bool scalar."""
     t = value.type
     if not isinstance(t, TensorType) or t.dtype is not DType.bool:
-        from ...errors import FormatError
-
         raise FormatError(f"{where}: the body's condition output must be bool, got {t}")
     return value if t.shape == () else em.op("Reshape", [value, em.ints([])])
 
