@@ -50,6 +50,38 @@ def _through_identities(value: Value) -> Value:
     return value
 
 
+def _settled_body(
+    ctx: NodeContext,
+    types: list[Type],
+    *,
+    first_param: int,
+    first_result: int,
+    count: int,
+    label: str,
+    results_hint: str = "",
+    settle: str = "",
+) -> tuple[Graph, list[Value]]:
+    """Convert ``body`` with parameter ``types``, widening the ``count`` carried parameters from
+    ``first_param`` to the join with the results that feed them (from ``first_result``) and
+    converting again until every carried result fits its parameter."""
+    for _ in range(_WIDEN_ROUNDS):
+        body, captured = ctx.subgraph("body", types)
+        need = first_result + count
+        if len(body.outputs) < need:
+            raise ctx.error(
+                f"body yields {len(body.outputs)} results, expected at least {need}{results_hint}"
+            )
+        current = types[first_param : first_param + count]
+        grown = [
+            _widened(ctx, f"{label} #{j}", t, body.outputs[first_result + j].type)
+            for j, t in enumerate(current)
+        ]
+        if grown == current:
+            return body, captured
+        types = [*types[:first_param], *grown, *types[first_param + count :]]
+    raise ctx.error(f"{settle or label} types do not settle")
+
+
 def _widened(ctx: NodeContext, what: str, param: Type, result: Type) -> Type:
     try:
         return param.join(result)
@@ -63,24 +95,16 @@ def _loop(ctx: NodeContext) -> list[Value]:
     trip = _scalar(ctx, ctx.inputs[0] if ctx.inputs else None, "input M (trip count)", "int")
     cond = _scalar(ctx, ctx.inputs[1] if len(ctx.inputs) > 1 else None, "input cond", "bool")
     initial = [ctx.input(i, f"v_initial #{i - 2}") for i in range(2, len(ctx.inputs))]
-    types: list[Type] = [ITERATION_TYPE, CONDITION_TYPE, *(v.type for v in initial)]
-    for _ in range(_WIDEN_ROUNDS):
-        body, captured = ctx.subgraph("body", types)
-        k = len(initial)
-        if len(body.outputs) < 1 + k:
-            raise ctx.error(
-                f"body yields {len(body.outputs)} results, expected at least {1 + k} "
-                f"(cond_out and {k} loop-carried values)"
-            )
-        grown = [
-            _widened(ctx, f"loop-carried #{j}", types[2 + j], body.outputs[1 + j].type)
-            for j in range(k)
-        ]
-        if all(g == t for g, t in zip(grown, types[2:], strict=True)):
-            break
-        types = [ITERATION_TYPE, CONDITION_TYPE, *grown]
-    else:
-        raise ctx.error("loop-carried types do not settle")
+    k = len(initial)
+    body, captured = _settled_body(
+        ctx,
+        [ITERATION_TYPE, CONDITION_TYPE, *(v.type for v in initial)],
+        first_param=2,
+        first_result=1,
+        count=k,
+        label="loop-carried",
+        results_hint=f" (cond_out and {k} loop-carried values)",
+    )
     em = Emitter(body)
     cond_param = body.inputs[1]
     if _through_identities(body.outputs[0]) is cond_param:
@@ -152,16 +176,9 @@ def _scan_loop(
           enumerate(zip(scanned, in_axes, strict=True))),
     ]  # fmt: skip
     n = len(states)
-    for _ in range(_WIDEN_ROUNDS):
-        body, captured = ctx.subgraph("body", types)
-        if len(body.outputs) < n:
-            raise ctx.error(f"body yields {len(body.outputs)} results, expected at least {n}")
-        grown = [_widened(ctx, f"state #{j}", types[j], body.outputs[j].type) for j in range(n)]
-        if all(g == t for g, t in zip(grown, types[:n], strict=True)):
-            break
-        types = [*grown, *types[n:]]
-    else:
-        raise ctx.error("scan state types do not settle")
+    body, captured = _settled_body(
+        ctx, types, first_param=0, first_result=0, count=n, label="state", settle="scan state"
+    )
     scans = body.outputs[n:]
     out_axes = _axes(ctx, "scan_output_axes", len(scans))
     out_dirs = _axes(ctx, "scan_output_directions", len(scans))
