@@ -185,9 +185,7 @@ def _extract(
                 if v.name != key:
                     raise GraphError(f"output name '{key}' is used twice")
             else:
-                graph._names.discard(v.name)
-                graph._names.add(key)
-                v.name = key
+                graph.rename(v, key)
         elif v in results:
             raise GraphError(f"output name '{key}' is used twice")
         results.append(v)

@@ -291,11 +291,8 @@ def name(tensor: Tensor, new_name: str) -> Tensor:
     graph = value.graph
     if graph is None or value.name == new_name:
         return tensor
-    if new_name in graph._names:
+    if not graph.rename(value, new_name):
         raise GraphError(f"the name '{new_name}' is already taken in graph '{graph.name}'")
-    graph._names.discard(value.name)
-    graph._names.add(new_name)
-    value.name = new_name
     return tensor
 
 

@@ -254,7 +254,7 @@ class Graph:
 
     # -- rewriting ---------------------------------------------------------------------------
     def erase(self, node: Node) -> None:
-        """Remove a node whose outputs are unused."""
+        """Remove a node whose outputs are unused; their names become free again."""
         for out in node.outputs:
             if out._uses or out in self.outputs:
                 users = ", ".join(u.node.describe() for u in out._uses) or "a graph result"
@@ -262,6 +262,7 @@ class Graph:
         node.drop_inputs()
         self.nodes.remove(node)
         node.graph = None
+        self._names.difference_update(out.name for out in node.outputs)
 
     def clone(self) -> Graph:
         """A deep copy: new nodes and values, subgraphs cloned, constant data shared (immutable)."""

@@ -83,16 +83,11 @@ def fold_node(node: Node) -> list[Value] | None:
         out.replace_all_uses_with(const)
         if out in graph.outputs:
             graph.outputs = [const if o is out else o for o in graph.outputs]
-        graph.rename(const, _free(graph, out.name))
         consts.append(const)
-    graph.erase(node)
+    graph.erase(node)  # frees the outputs' names for the constants that replace them
+    for out, const in zip(node.outputs, consts, strict=True):
+        graph.rename(const, out.name)
     return consts
-
-
-def _free(graph: Graph, name: str) -> str:
-    """``name`` itself once the folded value gives it up."""
-    graph._names.discard(name)
-    return name
 
 
 class FoldConstants(Pass):

@@ -260,10 +260,7 @@ def _name_value(graph: Graph, value: Value, port: Port, layer: Layer) -> None:
     if value.is_parameter or not port.names:
         return
     wanted = port.names[0]
-    if value.name != wanted and wanted not in graph._names:
-        graph._names.discard(value.name)
-        graph._names.add(wanted)
-        value.name = wanted
+    graph.rename(value, wanted)  # kept as it is if another value holds the name
 
 
 def _all_layers(net: Net) -> list[Layer]:
