@@ -19,6 +19,10 @@ class ShapeInferenceError(GraphError):
     """An op cannot type its outputs from the types of its inputs."""
 
 
+class NetworkError(GraphError):
+    """A network built with tensorloop.network breaks one of TensorRT's rules for networks."""
+
+
 class ParseError(TensorloopError):
     """Text IR could not be parsed; the message names line and column."""
 

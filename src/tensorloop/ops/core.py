@@ -1,10 +1,11 @@
-"""Core ops: Constant, Identity, and the persistent-variable ops ReadVariable and Assign."""
+"""Core ops: Constant, Identity, Check, and the persistent-variable ops ReadVariable and Assign."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.opdef import AttrSpec, InferContext, op
+from ..tensor.dtypes import DType
 from ..tensor.types import TensorType, Type, tensor_type_of
 
 
@@ -20,6 +21,17 @@ def _identity(ctx: InferContext) -> list[Type]:
     t = ctx.types[0]
     assert t is not None
     return [t]
+
+
+@op("Check", inputs=(2, None), attrs={"message": AttrSpec(str)})
+def _check(ctx: InferContext) -> list[Type]:
+    """Its inputs after the first, unchanged, once the bool ``ok`` (the first input) holds
+    everywhere; a run where it does not fails with ``message``. Frontends use it for the errors
+    a format defines at run time, such as a TensorRT loop output shorter than the trip count."""
+    ok = ctx.tensor(0)
+    if ok.dtype != DType.bool:
+        raise ctx.error(f"input #0 (ok) is {ok}, expected bool")
+    return [ctx.tensor(i) for i in range(1, len(ctx))]
 
 
 @op(

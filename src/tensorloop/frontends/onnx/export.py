@@ -415,6 +415,12 @@ def _assign(scope: _Scope, node: Node) -> None:
     )
 
 
+def _check(scope: _Scope, node: Node) -> None:
+    # ONNX has no assertion: the values pass through (docs/network.md says what that drops)
+    for value, out in zip(node.inputs[1:], node.outputs, strict=True):
+        scope.node("Identity", [scope.file.ref(value)], [scope.file.names[out]])
+
+
 def _if(scope: _Scope, node: Node) -> None:
     file = scope.file
     if not node.outputs:
@@ -626,6 +632,7 @@ _SPECIAL: dict[str, Callable[[_Scope, Node], None]] = {
     "Constant": _constant,
     "ReadVariable": _read_variable,
     "Assign": _assign,
+    "Check": _check,
     "Loop": _loop,
     "If": _if,
 }

@@ -856,6 +856,8 @@ _EMITTERS: dict[str, Emitter] = {
     "Pad": _pad,
     "Constant": lambda net, call: [net.const(call.attrs["value"])],
     "Identity": lambda net, call: [call.arg(0)],  # no layer: the value passes straight through
+    # OpenVINO has no assertion: the checked values pass through (docs/network.md)
+    "Check": lambda net, call: [call.arg(i) for i in range(1, len(call.ins))],
     "ReadVariable": _read_variable,
     "Assign": _assign,
     "Loop": _loop,

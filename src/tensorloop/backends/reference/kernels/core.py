@@ -1,4 +1,4 @@
-"""Reference kernels for Constant, Identity, ReadVariable and Assign."""
+"""Reference kernels for Constant, Identity, Check, ReadVariable and Assign."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ def constant(ctx: KernelContext) -> np.ndarray[Any, Any]:
 @kernel("Identity")
 def identity(ctx: KernelContext, x: Any) -> Any:
     return x
+
+
+@kernel("Check")
+def check(ctx: KernelContext, ok: Any, *values: Any) -> Any:
+    if not np.all(ok):
+        raise ExecutionError(f"{ctx.where}: {ctx.attr('message')}")
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 @kernel("ReadVariable")

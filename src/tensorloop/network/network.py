@@ -1,0 +1,266 @@
+"""Network: the layer-by-layer builder, with TensorRT's Python API names."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..backends.reference.interpreter import DEFAULT_MAX_ITERATIONS
+from ..errors import GraphError, NetworkError
+from ..tensor.dtypes import DTypeLike
+from ..tensor.types import TensorType
+from .layers import (
+    ActivationType,
+    ElementWiseOperation,
+    IActivationLayer,
+    ICastLayer,
+    IConcatenationLayer,
+    IConstantLayer,
+    IElementWiseLayer,
+    IGatherLayer,
+    IIdentityLayer,
+    ILayer,
+    IMatrixMultiplyLayer,
+    IReduceLayer,
+    ISelectLayer,
+    IShapeLayer,
+    IShuffleLayer,
+    ISliceLayer,
+    ISoftMaxLayer,
+    ITensor,
+    ITopKLayer,
+    IUnaryLayer,
+    LayerType,
+    MatrixOperation,
+    ReduceOperation,
+    TopKOperation,
+    UnaryOperation,
+)
+from .loops import ILoop
+
+if TYPE_CHECKING:
+    from ..model import Model
+
+L = TypeVar("L", bound=ILayer)
+
+
+class Network:
+    """A network built layer by layer, as with TensorRT's ``INetworkDefinition``.
+
+    Layers are typed as they are added, so a bad layer fails at the call that made it. Loops
+    are made with ``add_loop``; ``validate`` checks the rules that need the whole network
+    (limits, back edges, clean nesting), and ``to_model`` lowers it to canonical Loops.
+    """
+
+    def __init__(self, name: str = "network") -> None:
+        self.name = name
+        self._layers: list[ILayer] = []
+        self._inputs: list[ITensor] = []
+        self._outputs: list[ITensor] = []
+        self._loops: list[ILoop] = []
+        self._types: dict[ILayer, list[TensorType]] = {}
+        self._typing: list[ILayer] = []
+        self._counts: Counter[str] = Counter()
+
+    # -- inspection -------------------------------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        return len(self._layers)
+
+    def get_layer(self, index: int) -> ILayer:
+        return self._layers[index]
+
+    @property
+    def layers(self) -> list[ILayer]:
+        return list(self._layers)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self._inputs)
+
+    def get_input(self, index: int) -> ITensor:
+        return self._inputs[index]
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def get_output(self, index: int) -> ITensor:
+        return self._outputs[index]
+
+    @property
+    def loops(self) -> list[ILoop]:
+        return list(self._loops)
+
+    # -- building ---------------------------------------------------------------------------------
+    def add_input(self, name: str, dtype: DTypeLike, shape: Sequence[int | str]) -> ITensor:
+        """A network input; -1 marks a dim known only when the network runs (a str names it)."""
+        if any(t.name == name for t in self._inputs):
+            raise NetworkError(f"add_input: the network already has an input named '{name}'")
+        stem = re.sub(r"\W", "_", name) or "input"
+        dims = [f"{stem}_d{i}" if d == -1 else d for i, d in enumerate(shape)]
+        try:
+            t = TensorType(dtype, dims)
+        except GraphError as exc:
+            raise NetworkError(f"add_input '{name}': {exc}") from None
+        tensor = ITensor(self, name, input_type=t)
+        self._inputs.append(tensor)
+        return tensor
+
+    def mark_output(self, tensor: ITensor) -> None:
+        self._check_tensor(tensor, "mark_output")
+        if tensor.is_network_output:
+            raise NetworkError(f"mark_output: tensor '{tensor.name}' is already an output")
+        self._outputs.append(tensor)
+
+    def unmark_output(self, tensor: ITensor) -> None:
+        self._outputs = [t for t in self._outputs if t is not tensor]
+
+    def add_constant(self, shape: Sequence[int], weights: Any) -> IConstantLayer:
+        return self._add(IConstantLayer(self, shape, weights))
+
+    def add_elementwise(
+        self, input1: ITensor, input2: ITensor, op: ElementWiseOperation
+    ) -> IElementWiseLayer:
+        return self._add(IElementWiseLayer(self, input1, input2, op))
+
+    def add_activation(self, input: ITensor, type: ActivationType) -> IActivationLayer:
+        return self._add(IActivationLayer(self, input, type))
+
+    def add_unary(self, input: ITensor, op: UnaryOperation) -> IUnaryLayer:
+        return self._add(IUnaryLayer(self, input, op))
+
+    def add_matrix_multiply(
+        self,
+        input0: ITensor,
+        op0: MatrixOperation,
+        input1: ITensor,
+        op1: MatrixOperation,
+    ) -> IMatrixMultiplyLayer:
+        return self._add(IMatrixMultiplyLayer(self, input0, op0, input1, op1))
+
+    def add_shuffle(self, input: ITensor) -> IShuffleLayer:
+        return self._add(IShuffleLayer(self, input))
+
+    def add_slice(
+        self,
+        input: ITensor,
+        start: Sequence[int],
+        shape: Sequence[int],
+        stride: Sequence[int],
+    ) -> ISliceLayer:
+        return self._add(ISliceLayer(self, input, start, shape, stride))
+
+    def add_concatenation(self, inputs: Sequence[ITensor]) -> IConcatenationLayer:
+        return self._add(IConcatenationLayer(self, inputs))
+
+    def add_reduce(
+        self, input: ITensor, op: ReduceOperation, axes: int, keep_dims: bool
+    ) -> IReduceLayer:
+        """Reduce over the axes set in the bitmask ``axes`` (bit i is axis i)."""
+        return self._add(IReduceLayer(self, input, op, axes, keep_dims))
+
+    def add_select(
+        self, condition: ITensor, then_input: ITensor, else_input: ITensor
+    ) -> ISelectLayer:
+        return self._add(ISelectLayer(self, [condition, then_input, else_input]))
+
+    def add_gather(self, input: ITensor, indices: ITensor, axis: int) -> IGatherLayer:
+        return self._add(IGatherLayer(self, input, indices, axis))
+
+    def add_identity(self, input: ITensor) -> IIdentityLayer:
+        return self._add(IIdentityLayer(self, [input]))
+
+    def add_cast(self, input: ITensor, to_type: DTypeLike) -> ICastLayer:
+        return self._add(ICastLayer(self, input, to_type))
+
+    def add_softmax(self, input: ITensor) -> ISoftMaxLayer:
+        return self._add(ISoftMaxLayer(self, input))
+
+    def add_topk(self, input: ITensor, op: TopKOperation, k: int, axes: int) -> ITopKLayer:
+        return self._add(ITopKLayer(self, input, op, k, axes))
+
+    def add_shape(self, input: ITensor) -> IShapeLayer:
+        return self._add(IShapeLayer(self, [input]))
+
+    def add_loop(self) -> ILoop:
+        loop = ILoop(self, self._layer_name_for("loop"))
+        self._loops.append(loop)
+        return loop
+
+    # -- checking and lowering --------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise a NetworkError listing every rule of TensorRT's the network breaks."""
+        from .analysis import analyze
+
+        analyze(self)
+
+    def to_model(
+        self, name: str | None = None, *, max_iterations: int = DEFAULT_MAX_ITERATIONS
+    ) -> Model:
+        """The network as a runnable Model whose loops are canonical Loops."""
+        from .lower import lower
+
+        return lower(self, name or self.name, max_iterations)
+
+    # -- internals --------------------------------------------------------------------------------
+    def _layer_name(self, kind: LayerType) -> str:
+        return self._layer_name_for(kind.value)
+
+    def _layer_name_for(self, stem: str) -> str:
+        self._counts[stem] += 1
+        return f"{stem}_{self._counts[stem]}"
+
+    def _check_tensor(self, tensor: object, where: str) -> None:
+        if not isinstance(tensor, ITensor) or tensor._network is not self:
+            raise NetworkError(f"{where}: {tensor!r} is not a tensor of this network")
+
+    def _add(self, layer: L) -> L:
+        self._layers.append(layer)
+        try:
+            self._output_types(layer)
+        except NetworkError:
+            self._layers.pop()
+            raise
+        return layer
+
+    def _changed(self, layer: ILayer) -> None:
+        """A layer's inputs or settings changed: re-type, failing now if the layer cannot be."""
+        self._types.clear()
+        self._output_types(layer)
+
+    def _output_types(self, layer: ILayer) -> list[TensorType]:
+        known = self._types.get(layer)
+        if known is not None:
+            return known
+        if layer in self._typing:
+            cycle = self._typing[self._typing.index(layer) :]
+            path = " -> ".join(f"'{x.name}'" for x in (*cycle, layer))
+            raise NetworkError(
+                f"{layer.describe()}: its input depends on its own output ({path}); the only "
+                "back edge TensorRT allows is a recurrence layer's second input"
+            )
+        self._typing.append(layer)
+        try:
+            types = [
+                None if t is None or i in layer.back_edge_inputs else t.type
+                for i, t in enumerate(layer._inputs)
+            ]
+            try:
+                out = layer._infer(types)
+            except NetworkError:
+                raise
+            except GraphError as exc:
+                raise NetworkError(f"{layer.describe()}: {exc}") from None
+        finally:
+            self._typing.pop()
+        self._types[layer] = out
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"<Network '{self.name}': {len(self._layers)} layers, {len(self._loops)} loops, "
+            f"{len(self._inputs)} inputs, {len(self._outputs)} outputs>"
+        )
