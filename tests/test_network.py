@@ -563,3 +563,20 @@ def test_openvino_runs_the_saved_ir(case: str, tmp_path: Path) -> None:
     result = compiled({k: np.asarray(v) for k, v in inputs.items()})
     for name in model.output_names:
         np.testing.assert_allclose(result[compiled.output(name)], expected[name], rtol=1e-6)
+
+
+def test_check_op_fails_with_its_message_and_passes_values_through(tmp_path: Path) -> None:
+    x = tl.placeholder("float32", (2,), name="x")
+    from tensorloop.builder.tracing import emit
+
+    checked = emit("Check", [tl.greater(x, 0.0), x], {"message": "x must be positive"})
+    model = tl.Model({"y": checked * 2.0})
+    np.testing.assert_array_equal(model.run({"x": np.float32([1, 2])})["y"], [2, 4])
+    with pytest.raises(tl.ExecutionError, match="x must be positive"):
+        model.run({"x": np.float32([1, -2])})
+    with pytest.raises(tl.GraphError, match="expected bool"):
+        emit("Check", [x, x], {"message": "ok is not a bool"})
+    ort = pytest.importorskip("onnxruntime")
+    tl.save(model, tmp_path / "m.onnx")  # ONNX has no assertion: the value passes through
+    (y,) = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"x": np.float32([1, -2])})
+    np.testing.assert_array_equal(y, [2, -4])

@@ -222,6 +222,8 @@ def _identity_and_constants() -> tuple[tl.Model, Feeds]:
     y = x + 1.0
     # An output that is an input, one that is another output, and a constant one.
     outs = {"x_out": x, "y": y, "y_again": tl.identity(y), "k": tl.constant(np.int64(3))}
+    # a Check that holds passes its value through (OpenVINO has no assertion to write it as)
+    outs["checked"] = emit("Check", [tl.constant(np.bool_(True)), y], {"message": "never"})
     return tl.Model(outs), {"x": X}
 
 
