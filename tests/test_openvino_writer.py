@@ -14,7 +14,7 @@ ov = pytest.importorskip("openvino")
 import defusedxml.ElementTree as SafeET  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
-from tensorloop.builder.tracing import emit  # noqa: E402
+from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
 from tensorloop.frontends.openvino.writer import _EMITTERS  # noqa: E402
 from tensorloop.ir.emit import Emitter  # noqa: E402
 from tensorloop.ir.graph import Graph  # noqa: E402
@@ -154,6 +154,17 @@ def _argmax() -> tuple[tl.Model, Feeds]:
     return tl.Model(outs), {"x": ties}
 
 
+def _topk() -> tuple[tl.Model, Feeds]:
+    ties = np.array([[1, 3, 3, 0], [2, 2, 1, 2], [0, 5, 0, 4]], np.float32)
+    x = _ph("x", ties)
+    outs: dict[str, Any] = {}
+    for largest, axis in ((1, 1), (0, 0)):
+        k = tl.constant(np.array([2], np.int64))
+        values, index = emit_node("TopK", [x, k], {"axis": axis, "largest": largest})
+        outs |= {f"values{largest}": values, f"index{largest}": index}
+    return tl.Model(outs), {"x": ties}
+
+
 def _reshaping() -> tuple[tl.Model, Feeds]:
     x = _ph("x", SEQ, ("N", 5, 6))
     outs = {
@@ -244,6 +255,7 @@ CASES: dict[str, Case] = {
     "linalg": _linalg,
     "reductions": _reductions,
     "argmax": _argmax,
+    "topk": _topk,
     "reshaping": _reshaping,
     "splitting": _splitting,
     "indexing": _indexing,
@@ -443,3 +455,12 @@ def test_an_element_type_openvino_lacks_is_a_format_error(tmp_path: Path) -> Non
     g.set_outputs(g.add_node("Cast", [x], {"to": tl.dtype("float8e4m3fn")}).outputs)
     with pytest.raises(tl.FormatError, match="OpenVINO IR has no element type for float8e4m3fn"):
         tl.save(tl.Model(g), tmp_path / "f8.xml")
+
+
+def test_topk_reads_back_as_written(tmp_path: Path) -> None:
+    model, feeds = _topk()
+    tl.save(model, tmp_path / "topk.xml")
+    back = tl.load(tmp_path / "topk.xml")
+    want, got = model.run(feeds), back.run(feeds)
+    for name in model.output_names:
+        _same(got[name], want[name], name)

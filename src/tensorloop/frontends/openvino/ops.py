@@ -219,19 +219,15 @@ def _pad(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
 
 @converter("TopK")
 def _topk(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    # Only k = 1 lowers to core ops (a max or min and its index); general TopK needs a sort.
-    if _const_int(ctx, 1, "k") != 1:
-        raise ctx.error("TopK with k other than a constant 1 is not supported yet")
     x = ctx.input(0)
-    axis = ctx.int_attr("axis")
     mode = ctx.choice_attr("mode", ("max", "min"))
+    sort = ctx.choice_attr("sort", ("value", "index", "none"))
     index_type = ctx.element_type("index_element_type", "i32")
-    em = ctx.em
-    keyed = x if mode == "max" else em.op("Neg", [x])
-    index = em.op("ArgMax", [keyed], {"axis": axis, "keepdims": 1})
-    values = em.op(
-        "ReduceMax" if mode == "max" else "ReduceMin", [x, em.ints([axis])], {"keepdims": 1}
-    )
+    k = _int_vector(ctx, 1, "k")
+    if sort == "index" and _const_ints(ctx, 1, "k") != [1]:
+        raise ctx.error("TopK with sort='index' and k other than 1 is not supported yet")
+    attrs = {"axis": ctx.int_attr("axis"), "largest": int(mode == "max"), "sorted": 1}
+    values, index = ctx.em.ops("TopK", [x, k], attrs)
     return [values, _cast(ctx, index, index_type)]
 
 

@@ -477,6 +477,22 @@ def _argmax(net: _Net, call: _Call) -> list[_Tensor]:
     return [index]
 
 
+def _topk(net: _Net, call: _Call) -> list[_Tensor]:
+    x = call.arg(0)
+    values, index = net.layer(
+        "TopK",
+        [x, _scalar(net, call.arg(1))],
+        call.outs,
+        "opset11",
+        axis=_norm_axis(call, call.attrs["axis"], x.rank),
+        mode="max" if call.attrs["largest"] else "min",
+        sort="value" if call.attrs["sorted"] else "none",
+        index_element_type=DType.int64,
+        stable=True,  # equal values keep the lower index first, as the core op says
+    )
+    return [values, index]
+
+
 def _cumsum(net: _Net, call: _Call) -> list[_Tensor]:
     flags = {k: bool(call.attrs[k]) for k in ("exclusive", "reverse")}
     return [net.op("CumSum", [call.arg(0), _scalar(net, call.arg(1))], call.out, "opset3", **flags)]
@@ -836,6 +852,7 @@ _EMITTERS: dict[str, Emitter] = {
     "Gemm": _gemm,
     **{op: _reduce(op) for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")},
     "ArgMax": _argmax,
+    "TopK": _topk,
     "CumSum": _cumsum,
     "Softmax": _direct("SoftMax", "opset8", axis=_attr("axis")),
     "Reshape": _direct("Reshape", special_zero=lambda call: not call.attrs["allowzero"]),
