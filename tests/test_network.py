@@ -580,3 +580,17 @@ def test_check_op_fails_with_its_message_and_passes_values_through(tmp_path: Pat
     tl.save(model, tmp_path / "m.onnx")  # ONNX has no assertion: the value passes through
     (y,) = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"x": np.float32([1, -2])})
     np.testing.assert_array_equal(y, [2, -4])
+
+
+def test_constant_length_is_kept_in_the_type_when_the_trips_are_dynamic() -> None:
+    net = Network()
+    x = net.add_input("x", "float32", (-1, 3))
+    rows = net.add_gather(net.add_shape(x).get_output(0), const(net, 0, np.int32), 0)
+    loop = net.add_loop()
+    loop.add_trip_limit(net.add_cast(rows.get_output(0), "int32").get_output(0), TripLimit.COUNT)
+    out = stacked(net, loop, loop.add_iterator(x).get_output(0), 5, LoopOutput.REVERSE)
+    net.mark_output(out)
+    model = net.to_model()
+    assert out.shape == (5, 3) and str(model.graph.outputs[0].type) == "f32[5,3]"
+    got = model.run({"x": np.ones((2, 3), np.float32)})[out.name]
+    np.testing.assert_array_equal(got, np.concatenate([np.zeros((3, 3)), np.ones((2, 3))]))

@@ -347,4 +347,10 @@ class _LoopLowering:
         ]
         zeros = em.op("ConstantOfShape", [em.op("Concat", parts, {"axis": 0})], {"value": zero})
         pieces = [zeros, s] if o.kind is LoopOutput.REVERSE else [s, zeros]
-        return em.op("Concat", pieces, {"axis": o.axis})
+        padded = em.op("Concat", pieces, {"axis": o.axis})
+        if static is None:
+            return padded
+        # a constant length is known whatever the trips: say so in the type (0 copies a dim)
+        dims = [0] * len(shape)
+        dims[o.axis] = int(static)
+        return em.op("Reshape", [padded, em.ints(dims)])

@@ -451,10 +451,13 @@ def _loop(scope: _Scope, node: Node) -> None:
     static: list[int] = []
     bounds: list[str] = []
     trip = node.inputs[0]
+    reuse: tuple[int, str] | None = None  # a constant trip count that can serve as M itself
     if trip is not None:
         data = trip.constant
         if data is not None and data.size == 1:
             static.append(int(data.reshape(())))
+            if data.shape == () and data.dtype == np.int64:
+                reuse = (static[-1], file.ref(trip))
         else:
             bounds.append(scope.scalar(file.ref(trip), trip.type, DType.int64))
     for i, s in zip(lay.sliced_inputs(), sliced, strict=True):
@@ -465,7 +468,8 @@ def _loop(scope: _Scope, node: Node) -> None:
         else:
             bounds.append(d)
     if static:
-        bounds.append(scope.ints(min(static)))
+        low = min(static)
+        bounds.append(reuse[1] if reuse is not None and reuse[0] == low else scope.ints(low))
     m = "" if not bounds else bounds[0] if len(bounds) == 1 else scope.op("Min", bounds)
 
     first, stop = node.inputs[1], body.outputs[0].constant
