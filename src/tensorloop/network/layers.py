@@ -294,25 +294,21 @@ class ILayer:
         return list(self._outputs)
 
     def set_input(self, index: int, tensor: ITensor) -> None:
-        """Replace input ``index``, or append it when ``index`` is the next free one."""
-        if not 0 <= index <= len(self._inputs) or index >= self.max_inputs:
+        """Set input ``index`` (optional inputs before it stay unset); a change that leaves the
+        layer untypable is refused and undone."""
+        if not 0 <= index < self.max_inputs:
             raise NetworkError(
-                f"{self.describe()}: cannot set input {index}; it takes at most "
-                f"{self.max_inputs} and has {len(self._inputs)}"
+                f"{self.describe()}: cannot set input {index}; it takes inputs 0 to "
+                f"{self.max_inputs - 1}"
             )
         self._network._check_tensor(tensor, f"{self.describe()} input {index}")
-        old = self._inputs[index] if index < len(self._inputs) else None
-        if index == len(self._inputs):
-            self._inputs.append(tensor)
-        else:
-            self._inputs[index] = tensor
+        before = list(self._inputs)
+        self._inputs.extend([None] * (index + 1 - len(self._inputs)))
+        self._inputs[index] = tensor
         try:
             self._network._changed(self)
         except NetworkError:
-            if old is None:
-                self._inputs.pop()
-            else:
-                self._inputs[index] = old
+            self._inputs = before
             self._network._changed(self)
             raise
 

@@ -331,8 +331,7 @@ class _LoopLowering:
             pieces = [zeros, s] if o.kind is LoopOutput.REVERSE else [s, zeros]
             return em.op("Concat", pieces, {"axis": o.axis})
         length = _int64(self.outer, length_t)
-        dims = em.op("Shape", [s])
-        extra = em.op("Sub", [length, em.op("Gather", [dims, em.ints(o.axis)])])
+        extra = em.op("Sub", [length, _axis_length(em, s, o.axis)])
         message = (
             f"{o.describe()}: its length (tensor '{length_t.name}') is less than the number "
             "of iterations the loop ran"
@@ -351,6 +350,6 @@ class _LoopLowering:
         if static is None:
             return padded
         # a constant length is known whatever the trips: say so in the type (0 copies a dim)
-        dims = [0] * len(shape)
-        dims[o.axis] = int(static)
-        return em.op("Reshape", [padded, em.ints(dims)])
+        pinned = [0] * len(shape)
+        pinned[o.axis] = int(static)
+        return em.op("Reshape", [padded, em.ints(pinned)])
