@@ -229,7 +229,7 @@ class Setting(Generic[T]):
             obj._network._changed(obj)
         except NetworkError:
             setattr(obj, self.slot, old)
-            obj._network._changed(obj)
+            obj._network._types.clear()
             raise
 
 
@@ -240,6 +240,9 @@ class ILayer:
     max_inputs: int = 1
     back_edge_inputs: tuple[int, ...] = ()
     """Inputs that may close a cycle (a recurrence's next value); typing skips them."""
+    settings_follow: bool = False
+    """Whether TensorRT code sets what makes the layer valid after adding it (a concatenation's
+    axis): a type error at the add is then left to the first use, the setting or validate()."""
 
     def __init__(
         self, network: Network, inputs: Sequence[ITensor | None], num_outputs: int = 1
@@ -309,7 +312,7 @@ class ILayer:
             self._network._changed(self)
         except NetworkError:
             self._inputs = before
-            self._network._changed(self)
+            self._network._types.clear()
             raise
 
     def describe(self) -> str:
@@ -326,8 +329,17 @@ class ILayer:
         from ..ir.graph import Graph
 
         scratch = Graph("scratch")
-        args = [None if t is None else scratch.add_input(f"in{i}", t) for i, t in enumerate(types)]
-        return [v.tensor_type for v in self._emit(Emitter(scratch), args)]
+        em = Emitter(scratch)
+        args: list[Value | None] = []
+        for i, (t, src) in enumerate(zip(types, self._inputs, strict=True)):
+            value = None if src is None else static_value(src)
+            if t is None:
+                args.append(None)
+            elif value is not None:  # constants stay constants, as they will when lowered
+                args.append(em.const(value))
+            else:
+                args.append(scratch.add_input(f"in{i}", t))
+        return [v.tensor_type for v in self._emit(em, args)]
 
     def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         raise NotImplementedError
@@ -369,6 +381,15 @@ def _same_dtypes(layer: ILayer, values: Sequence[Value]) -> None:
             f"{layer.describe()}: inputs have types {[d.value for d in dts]}; they must agree "
             "(add a cast layer)"
         )
+
+
+def _int64(em: Emitter, v: Value) -> Value:
+    """An integer tensor as int64; a constant stays a constant, so shapes stay known."""
+    if v.constant is not None:
+        return em.const(v.constant.astype(np.int64))
+    if v.tensor_type.dtype == DType.int64:
+        return v
+    return em.op("Cast", [v], {"to": DType.int64})
 
 
 def _scalar(em: Emitter, value: float, like: Value) -> Value:
@@ -575,11 +596,12 @@ class IShuffleLayer(ILayer):
         if spec is None and self._reshape_dims is not None:
             spec = em.ints([int(d) for d in self._reshape_dims])
         if spec is not None:
-            if spec.tensor_type.dtype != DType.int64:
-                spec = em.op("Cast", [spec], {"to": DType.int64})
-            x = em.op("Reshape", [x, spec], {"allowzero": 0 if self._zero_is_placeholder else 1})
+            allowzero = 0 if self._zero_is_placeholder else 1
+            x = em.op("Reshape", [x, _int64(em, spec)], {"allowzero": allowzero})
         if self._second_transpose is not None:
             x = em.op("Transpose", [x], {"perm": [int(p) for p in self._second_transpose]})
+        if x is args[0]:
+            x = em.op("Identity", [x])  # a shuffle that changes nothing still has its own output
         return [x]
 
 
@@ -587,8 +609,10 @@ _FAR_BEFORE_START = -(2**62)  # an ONNX Slice end that means "past the first ele
 
 
 class ISliceLayer(ILayer):
-    """``out[i] = in[start + i * stride]`` for i < shape on every axis, all of it in bounds.
-    Inputs 1, 2 and 3 may replace start, shape and stride with 1-D int tensors."""
+    """``out[i] = in[start + i * stride]`` for i < shape on every axis, all of it in bounds (a
+    stride of 0 repeats one element). Inputs 1, 2 and 3 may replace start, shape and stride with
+    1-D int tensors; bounds that are known when building are checked then, the rest when the
+    network runs."""
 
     type = LayerType.SLICE
     max_inputs = 4
@@ -609,61 +633,123 @@ class ISliceLayer(ILayer):
         self._stride = tuple(int(s) for s in stride)
         super().__init__(network, [x])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
-        x = _arg(args, 0)
-        rank = _rank(x)
-        dynamic = [args[i] if i < len(args) else None for i in (1, 2, 3)]
-        static = [self._start, self._shape, self._stride]
+    def _params(self, em: Emitter, args: list[Value | None], rank: int) -> list[list[int] | Value]:
+        """start, shape and stride: the static lists, or int64 values for dynamic inputs."""
+        out: list[list[int] | Value] = []
         names = ("start", "shape", "stride")
-        for what, values, dyn in zip(names, static, dynamic, strict=True):
-            if dyn is None and len(values) != rank:
+        settings = (self._start, self._shape, self._stride)
+        for i, (what, values) in enumerate(zip(names, settings, strict=True)):
+            dyn = args[i + 1] if i + 1 < len(args) else None
+            if dyn is not None and dyn.constant is None:
+                out.append(_int64(em, dyn))
+                continue
+            if dyn is not None:
+                values = tuple(int(v) for v in np.asarray(dyn.constant).reshape(-1))
+            if len(values) != rank:
                 raise NetworkError(
                     f"{self.describe()}: {what} {list(values)} has {len(values)} entries for "
                     f"a rank-{rank} input"
                 )
-        if all(d is None for d in dynamic):
-            return [self._static_slice(em, x)]
-        start, size, stride = (
-            em.op("Cast", [d], {"to": DType.int64}) if d is not None else em.ints(list(s))
-            for d, s in zip(dynamic, static, strict=True)
-        )
-        end = em.op("Add", [start, em.op("Mul", [size, stride])])
-        before = em.op("Less", [end, em.ints(0)])
-        end = em.op("Where", [before, em.ints(_FAR_BEFORE_START), end])
-        return [em.op("Slice", [x, start, end, em.ints(list(range(rank))), stride])]
+            out.append(list(values))
+        return out
 
-    def _static_slice(self, em: Emitter, x: Value) -> Value:
+    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+        x = _arg(args, 0)
+        rank = _rank(x)
+        start, size, stride = self._params(em, args, rank)
+        if isinstance(start, list) and isinstance(size, list) and isinstance(stride, list):
+            return [self._static_slice(em, x, start, size, stride)]
+        start_v, size_v, stride_v = (
+            p if isinstance(p, Value) else em.ints(p) for p in (start, size, stride)
+        )
+        # TensorRT's bounds: start in [0, dim) and the last element read in [0, dim) (or nothing
+        # read); ONNX Slice would clamp instead, so check before slicing
+        dims = em.op("Shape", [x])
+        last = em.op("Add", [start_v, em.op("Mul", [em.op("Sub", [size_v, em.ints(1)]), stride_v])])
+        inside = em.op(
+            "And",
+            [
+                em.op(
+                    "And",
+                    [
+                        em.op("GreaterOrEqual", [start_v, em.ints(0)]),
+                        em.op("Less", [start_v, dims]),
+                    ],
+                ),
+                em.op(
+                    "And",
+                    [em.op("GreaterOrEqual", [last, em.ints(0)]), em.op("Less", [last, dims])],
+                ),
+            ],
+        )
+        empty = em.op("Equal", [size_v, em.ints(0)])
+        ok_axes = em.op("Or", [inside, empty])
+        as_ints = em.op("Cast", [ok_axes], {"to": DType.int64})
+        ok = em.op(
+            "Equal", [em.op("ReduceMin", [as_ints, em.ints([0])], {"keepdims": 0}), em.ints(1)]
+        )
+        x = em.op("Check", [ok, x], {"message": self._bounds_message()})
+        # a stride of 0 reads one element: slice it with step 1, then repeat it
+        zero = em.op("Equal", [stride_v, em.ints(0)])
+        step = em.op("Where", [zero, em.ints(1), stride_v])
+        taken = em.op("Where", [zero, em.op("Min", [size_v, em.ints(1)]), size_v])
+        end = em.op("Add", [start_v, em.op("Mul", [taken, step])])
+        end = em.op("Where", [em.op("Less", [end, em.ints(0)]), em.ints(_FAR_BEFORE_START), end])
+        out = em.op("Slice", [x, start_v, end, em.ints(list(range(rank))), step])
+        return [em.op("Expand", [out, em.op("Where", [zero, size_v, em.ints(1)])])]
+
+    def _bounds_message(self) -> str:
+        return f"{self.describe()}: the slice reads outside its input (TensorRT's strict bounds)"
+
+    def _static_slice(
+        self, em: Emitter, x: Value, start: list[int], size: list[int], stride: list[int]
+    ) -> Value:
         shape = x.tensor_type.shape
         assert shape is not None
-        ends = []
-        spans = zip(self._start, self._shape, self._stride, shape, strict=True)
-        for axis, (s, n, k, d) in enumerate(spans):
-            if n < 0 or (k == 0 and n > 1):
-                raise NetworkError(
-                    f"{self.describe()}: axis {axis} has shape {n} and stride {k}; a slice "
-                    "takes a non-negative shape and a nonzero stride"
-                )
+        ends, steps, repeat = [], [], []
+        for axis, (s, n, k, d) in enumerate(zip(start, size, stride, shape, strict=True)):
+            if n < 0:
+                raise NetworkError(f"{self.describe()}: axis {axis} has negative shape {n}")
             last = s + (n - 1) * k
             if n > 0 and isinstance(d, int) and not (0 <= s < d and 0 <= last < d):
                 raise NetworkError(
                     f"{self.describe()}: axis {axis} reads elements {s} to {last} of {d}; "
                     "a slice must stay in bounds"
                 )
-            end = s + n * k
+            if n > 0 and not (s >= 0 and last >= 0):
+                raise NetworkError(
+                    f"{self.describe()}: axis {axis} reads elements {s} to {last}; a slice "
+                    "must stay in bounds"
+                )
+            taken = min(n, 1) if k == 0 else n
+            end = s + taken * (k or 1)
             ends.append(_FAR_BEFORE_START if end < 0 else end)
-        steps = [k or 1 for k in self._stride]
-        starts, axes = em.ints(list(self._start)), em.ints(list(range(len(ends))))
-        return em.op("Slice", [x, starts, em.ints(ends), axes, em.ints(steps)])
+            steps.append(k or 1)
+            repeat.append(n if k == 0 else 1)
+        axes = em.ints(list(range(len(ends))))
+        out = em.op("Slice", [x, em.ints(start), em.ints(ends), axes, em.ints(steps)])
+        if any(r != 1 for r in repeat):
+            out = em.op("Expand", [out, em.ints(repeat)])
+        if not all(isinstance(d, int) for d in shape):
+            # a dynamic input clamps only where the slice is out of bounds: check that, and say
+            # the shape the slice has whenever it is in bounds
+            off = em.op("Abs", [em.op("Sub", [em.op("Shape", [out]), em.ints(size)])])
+            ok = em.op("Equal", [em.op("ReduceSum", [off], {"keepdims": 0}), em.ints(0)])
+            out = em.op("Check", [ok, out], {"message": self._bounds_message()})
+            out = em.op("Reshape", [out, em.ints(size)], {"allowzero": 1})
+        return out
 
 
 class IConcatenationLayer(ILayer):
     type = LayerType.CONCATENATION
+    settings_follow = True
     axis: Setting[int] = Setting()
 
     def __init__(self, network: Network, inputs: Sequence[ITensor]) -> None:
         if not inputs:
             raise NetworkError("concatenation: needs at least one input")
-        self._axis = 0
+        rank = inputs[0].type.rank if isinstance(inputs[0], ITensor) else None
+        self._axis = max(0, (rank or 0) - 3)  # TensorRT's default: C of NCHW
         self.max_inputs = len(inputs)
         super().__init__(network, inputs)
 

@@ -53,16 +53,23 @@ def lower(net: Network, name: str, max_iterations: int) -> Model:
     top = _Env(analysis, graph, None, None, named=True)
     for t in net._inputs:
         top.memo[t] = graph.add_input(t.name, t.type)
-    outputs: list[Value] = []
-    for t in net._outputs:
-        v = top.value(t)
-        if v in graph.inputs or v in outputs or not graph.rename(v, t.name):
-            v = top.em.op("Identity", [v], output_name=t.name)
-        outputs.append(v)
-    graph.set_outputs(outputs)
+    graph.set_outputs([top.value(t) for t in net._outputs])
     fold_constants(graph)
     eliminate_dead_code(graph)
+    _name_outputs(graph, [t.name for t in net._outputs])
     return Model(graph, max_iterations=max_iterations)
+
+
+def _name_outputs(graph: Graph, names: list[str]) -> None:
+    """Each result under its tensor's name; an Identity gives one to a result that is an
+    input, is listed twice, or whose name another value holds."""
+    em, outputs = Emitter(graph), list(graph.outputs)
+    for i, (v, name) in enumerate(zip(outputs, names, strict=True)):
+        if v.name == name:
+            continue
+        if v in graph.inputs or v in outputs[:i] or not graph.rename(v, name):
+            outputs[i] = em.op("Identity", [v], output_name=name)
+    graph.set_outputs(outputs)
 
 
 class _Env:
@@ -105,7 +112,7 @@ class _Env:
 
     def bind(self, t: ITensor, v: Value) -> None:
         self.memo[t] = v
-        if self.named:
+        if self.named and v.producer is not None:  # parameters keep their own names
             self.graph.rename(v, t.name)
 
     def _outside(self, t: ITensor) -> Value:

@@ -222,8 +222,9 @@ class Network:
         try:
             self._output_types(layer)
         except NetworkError:
-            self._layers.pop()
-            raise
+            if not layer.settings_follow:
+                self._layers.pop()
+                raise
         return layer
 
     def _changed(self, layer: ILayer) -> None:
