@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 import tensorloop as tl
+from tensorloop.frontends.onnx.export import to_onnx
 
 OPSET = 17
 IR_VERSION = 8
@@ -45,6 +46,8 @@ class Case:
     description: str
     model: onnx.ModelProto
     feed: Feed
+    tl_model: tl.Model | None = None
+    """What tensorloop runs, when it is not ``model`` read back."""
 
 
 def _f32(rng: np.random.Generator, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
@@ -198,16 +201,75 @@ def scan_case(rng: np.random.Generator) -> Case:
     )
 
 
+def network_case(rng: np.random.Generator) -> Case:
+    """An LSTM built layer by layer with tensorloop.network (sampleCharRNN style); tensorloop
+    runs the network's model, onnxruntime and OpenVINO its ONNX export."""
+    from tensorloop.network import ActivationType as Act
+    from tensorloop.network import ElementWiseOperation as Op
+    from tensorloop.network import LoopOutput, MatrixOperation, Network, TripLimit
+
+    seq, batch, inp, hid = 64, 8, 128, 256
+    scale = 1.0 / np.sqrt(hid)
+    net = Network("network_lstm")
+
+    def const(array: np.ndarray) -> Any:
+        return net.add_constant(array.shape, array).get_output(0)
+
+    def add(a: Any, b: Any, op: Op = Op.SUM) -> Any:
+        return net.add_elementwise(a, b, op).get_output(0)
+
+    x = net.add_input("X", "float32", (seq, batch, inp))
+    loop = net.add_loop()
+    loop.add_trip_limit(const(np.array(seq, np.int32)), TripLimit.COUNT)
+    step = loop.add_iterator(x).get_output(0)
+    hidden = loop.add_recurrence(const(np.zeros((batch, hid), np.float32)))
+    cell = loop.add_recurrence(const(np.zeros((batch, hid), np.float32)))
+    none, transpose = MatrixOperation.NONE, MatrixOperation.TRANSPOSE
+    w, r = const(_f32(rng, (4 * hid, inp), scale)), const(_f32(rng, (4 * hid, hid), scale))
+    gates = add(
+        add(
+            net.add_matrix_multiply(step, none, w, transpose).get_output(0),
+            net.add_matrix_multiply(hidden.get_output(0), none, r, transpose).get_output(0),
+        ),
+        const(_f32(rng, (1, 4 * hid), scale)),
+    )
+
+    def gate(k: int, act: Act) -> Any:
+        part = net.add_slice(gates, (0, k * hid), (batch, hid), (1, 1)).get_output(0)
+        return net.add_activation(part, act).get_output(0)
+
+    i, g, f, o = gate(0, Act.SIGMOID), gate(1, Act.TANH), gate(2, Act.SIGMOID), gate(3, Act.SIGMOID)
+    c_next = add(add(f, cell.get_output(0), Op.PROD), add(i, g, Op.PROD))
+    h_next = add(o, net.add_activation(c_next, Act.TANH).get_output(0), Op.PROD)
+    cell.set_input(1, c_next)
+    hidden.set_input(1, h_next)
+    every = loop.add_loop_output(h_next, LoopOutput.CONCATENATE, 0)
+    every.set_input(1, const(np.array(seq, np.int32)))
+    last_h = loop.add_loop_output(hidden.get_output(0), LoopOutput.LAST_VALUE).get_output(0)
+    for name, out in (("Y", every.get_output(0)), ("Y_h", last_h)):
+        out.name = name
+        net.mark_output(out)
+    model = net.to_model()
+    return Case(
+        "network",
+        f"tensorloop.network LSTM seq={seq} batch={batch} in={inp} hid={hid}",
+        to_onnx(model),
+        {"X": _f32(rng, (seq, batch, inp))},
+        tl_model=model,
+    )
+
+
 CASES: dict[str, Callable[[np.random.Generator], Case]] = {
     "lstm": lstm_case,
     "gru": gru_case,
     "loop": loop_case,
     "scan": scan_case,
+    "network": network_case,
 }
 
 
 def tensorloop_runner(case: Case) -> Runner:
-    model = tl.load(case.model)
+    model = case.tl_model or tl.load(case.model)
 
     def run(feed: Feed) -> dict[str, np.ndarray]:
         return dict(model.run(feed))
