@@ -13,6 +13,7 @@ innermost loop of its set.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -202,26 +203,29 @@ def _check_nesting(
                     f"{why(b, a)}; values leave a loop only through its loop output layers"
                 )
     for loop in net._loops:
-        outer = sorted(uses[loop], key=lambda x: x.name)
-        for j, a in enumerate(outer):
-            for b in outer[j + 1 :]:
-                if a not in uses[b] and b not in uses[a]:
-                    problems.append(
-                        f"loop '{loop.name}' is inside both '{a.name}' and '{b.name}', which "
-                        f"are not nested in one another ({why(loop, a)}; {why(loop, b)})"
-                    )
+        for a, b in _unrelated(uses[loop], uses):
+            problems.append(
+                f"loop '{loop.name}' is inside both '{a.name}' and '{b.name}', which are not "
+                f"nested in one another ({why(loop, a)}; {why(loop, b)})"
+            )
     if problems:
         return
     for layer in net._layers:
         for t in layer._outputs:
-            loops = sorted(varies.get(t, frozenset()), key=lambda x: x.name)
-            for j, a in enumerate(loops):
-                for b in loops[j + 1 :]:
-                    if a not in uses[b] and b not in uses[a]:
-                        problems.append(
-                            f"{layer.describe()} mixes values from loops '{a.name}' and "
-                            f"'{b.name}', which are not nested in one another"
-                        )
+            for a, b in _unrelated(varies.get(t, frozenset()), uses):
+                problems.append(
+                    f"{layer.describe()} mixes values from loops '{a.name}' and '{b.name}', "
+                    "which are not nested in one another"
+                )
+
+
+def _unrelated(loops: Loops, uses: dict[ILoop, Loops]) -> Iterator[tuple[ILoop, ILoop]]:
+    """The pairs of ``loops`` neither of which is nested in the other."""
+    ordered = sorted(loops, key=lambda x: x.name)
+    for j, a in enumerate(ordered):
+        for b in ordered[j + 1 :]:
+            if a not in uses[b] and b not in uses[a]:
+                yield a, b
 
 
 def _check_placement(net: Network, analysis: Analysis, problems: list[str]) -> None:
