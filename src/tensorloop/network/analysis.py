@@ -64,6 +64,9 @@ def analyze(net: Network) -> Analysis:
     _check_nesting(net, varies, uses, witness, problems)
     if problems:
         raise _error(net, problems)
+    problems = _check_loop_cycles(net, order, uses)
+    if problems:
+        raise _error(net, problems)
     parent = {loop: max(uses[loop], key=depth.__getitem__, default=None) for loop in net._loops}
     scope = {t: max(s, key=depth.__getitem__, default=None) for t, s in varies.items()}
     analysis = Analysis(order, parent, scope, varies)
@@ -146,6 +149,51 @@ def _forward_order(net: Network, problems: list[str]) -> list[ILayer]:
     return order
 
 
+def _boundary_reads(loop: ILoop) -> list[tuple[ITensor, ILayer]]:
+    """Every tensor the boundary layers of ``loop`` read, back edges included."""
+    return [(t, layer) for layer in loop.boundary_layers for _, t in _inputs(layer, True)]
+
+
+def _check_loop_cycles(net: Network, order: list[ILayer], uses: dict[ILoop, Loops]) -> list[str]:
+    """A loop's outputs exist once it has finished, so nothing the loop reads may depend on
+    one. For each tensor: the loops whose outputs it depends on, grown to a fixed point. A
+    recurrence's next value is read on the iteration after, so the loops nested in its loop,
+    which ran on the iteration before, drop out there."""
+    inner = {p: {q for q in net._loops if p in uses[q]} for p in net._loops}
+    after: dict[ITensor, Loops] = {t: frozenset() for t in net._inputs}
+
+    def reads(layer: ILayer) -> Loops:
+        found: set[ILoop] = set()
+        for i, x in _inputs(layer, True):
+            deps = after.get(x, frozenset())
+            if i in layer.back_edge_inputs and isinstance(layer, IRecurrenceLayer):
+                deps = deps - inner[layer.loop]
+            found |= deps
+        return frozenset(found)
+
+    changed = True
+    while changed:
+        changed = False
+        for layer in order:
+            found = reads(layer)
+            if isinstance(layer, ILoopOutputLayer):
+                boundary = layer.loop.boundary_layers
+                found = found.union({layer.loop}, *(reads(b) for b in boundary))
+            for t in layer._outputs:
+                if after.get(t) != found:
+                    after[t], changed = found, True
+    problems = []
+    for loop in net._loops:
+        for t, layer in _boundary_reads(loop):
+            if loop in after.get(t, frozenset()):
+                problems.append(
+                    f"{layer.describe()} reads tensor '{t.name}', which depends on an output of "
+                    f"loop '{loop.name}' itself; a loop's outputs exist only once it has finished"
+                )
+                break
+    return problems
+
+
 Witness = tuple[ITensor, ILayer]
 
 
@@ -155,10 +203,7 @@ def _fixed_point(
     varies: dict[ITensor, Loops] = {t: frozenset() for t in net._inputs}
     uses: dict[ILoop, Loops] = {loop: frozenset() for loop in net._loops}
     witness: dict[tuple[ILoop, ILoop], Witness] = {}
-    consumed = {
-        loop: [(t, layer) for layer in loop.boundary_layers for _, t in _inputs(layer, True)]
-        for loop in net._loops
-    }
+    consumed = {loop: _boundary_reads(loop) for loop in net._loops}
     changed = True
     while changed:
         changed = False
@@ -270,6 +315,8 @@ def _check_placement(net: Network, analysis: Analysis, problems: list[str]) -> N
 def _check_static_bounds(loop: ILoop, analysis: Analysis, problems: list[str]) -> None:
     limit = loop.trip_limits.get(TripLimit.COUNT)
     value = None if limit is None else static_value(limit._input(0))
+    if TripLimit.WHILE in loop.trip_limits:
+        value = None  # the WHILE limit may stop the loop first: the run checks it
     count = None if value is None else int(value)
     for it in loop.iterators if count is not None else ():
         src = it._input(0).type
