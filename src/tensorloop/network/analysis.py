@@ -319,9 +319,7 @@ def _check_static_bounds(loop: ILoop, analysis: Analysis, problems: list[str]) -
         value = None  # the WHILE limit may stop the loop first: the run checks it
     count = None if value is None else int(value)
     for it in loop.iterators if count is not None else ():
-        src = it._input(0).type
-        assert src.shape is not None
-        length = src.shape[it.normalized_axis(len(src.shape))]
+        length = it.source_length
         if isinstance(length, int) and count is not None and count > length:
             problems.append(
                 f"{it.describe()} would read {count} slices along axis {it.axis} of "

@@ -383,7 +383,7 @@ def _same_dtypes(layer: ILayer, values: Sequence[Value]) -> None:
         )
 
 
-def _int64(em: Emitter, v: Value) -> Value:
+def as_int64(em: Emitter, v: Value) -> Value:
     """An integer tensor as int64; a constant stays a constant, so shapes stay known."""
     if v.constant is not None:
         return em.const(v.constant.astype(np.int64))
@@ -597,7 +597,7 @@ class IShuffleLayer(ILayer):
             spec = em.ints([int(d) for d in self._reshape_dims])
         if spec is not None:
             allowzero = 0 if self._zero_is_placeholder else 1
-            x = em.op("Reshape", [x, _int64(em, spec)], {"allowzero": allowzero})
+            x = em.op("Reshape", [x, as_int64(em, spec)], {"allowzero": allowzero})
         if self._second_transpose is not None:
             x = em.op("Transpose", [x], {"perm": [int(p) for p in self._second_transpose]})
         if x is args[0]:
@@ -641,7 +641,7 @@ class ISliceLayer(ILayer):
         for i, (what, values) in enumerate(zip(names, settings, strict=True)):
             dyn = args[i + 1] if i + 1 < len(args) else None
             if dyn is not None and dyn.constant is None:
-                out.append(_int64(em, dyn))
+                out.append(as_int64(em, dyn))
                 continue
             if dyn is not None:
                 values = tuple(int(v) for v in np.asarray(dyn.constant).reshape(-1))

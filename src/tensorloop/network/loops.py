@@ -144,6 +144,20 @@ class IIteratorLayer(ILoopBoundaryLayer):
             )
         return self._axis % rank
 
+    @property
+    def source_axis(self) -> int:
+        """The axis of the input tensor it walks, in [0, rank)."""
+        rank = self._input(0).type.rank
+        assert rank is not None, "network tensors always have a known rank"
+        return self.normalized_axis(rank)
+
+    @property
+    def source_length(self) -> Dim:
+        """How many slices the input holds: an int, or a symbol known only at run time."""
+        shape = self._input(0).type.shape
+        assert shape is not None
+        return shape[self.source_axis]
+
     def _infer(self, types: list[TensorType | None]) -> list[TensorType]:
         t = types[0]
         assert t is not None and t.shape is not None

@@ -32,7 +32,7 @@ from ..passes import eliminate_dead_code, fold_constants
 from ..tensor.dtypes import DType
 from ..tensor.types import TensorType
 from .analysis import Analysis, analyze, limit_reads
-from .layers import ITensor, static_value
+from .layers import ITensor, as_int64, static_value
 from .loops import (
     IIteratorLayer,
     ILoop,
@@ -155,13 +155,10 @@ class _Shifted(_Env):
 
 def _int64(env: _Env, t: ITensor) -> Value:
     """A count or length as the int64 scalar canonical Loops take (a constant stays one)."""
-    static = static_value(t)
+    static = static_value(t)  # a constant read in a body would otherwise be an invariant
     if static is not None:
         return env.em.ints(int(static))
-    v = env.value(t)
-    if v.tensor_type.dtype != DType.int64:
-        v = env.em.op("Cast", [v], {"to": DType.int64})
-    return v
+    return as_int64(env.em, env.value(t))
 
 
 def _axis_length(em: Emitter, src: Value, axis: int) -> Value:
@@ -170,12 +167,6 @@ def _axis_length(em: Emitter, src: Value, axis: int) -> Value:
     if isinstance(shape[axis], int):
         return em.ints(int(shape[axis]))
     return em.op("Gather", [em.op("Shape", [src]), em.ints(axis)])
-
-
-def _iterator_axis(it: IIteratorLayer) -> int:
-    rank = it._input(0).type.rank
-    assert rank is not None
-    return it.normalized_axis(rank)
 
 
 class _LoopLowering:
@@ -196,9 +187,7 @@ class _LoopLowering:
         if count is None:
             return True
         for it in self.loop.iterators:
-            shape = it._input(0).type.shape
-            assert shape is not None
-            length = shape[_iterator_axis(it)]
+            length = it.source_length
             if not isinstance(length, int) or length < int(count):
                 return True
         return False
@@ -247,7 +236,7 @@ class _LoopLowering:
         attrs = {
             "body": graph,
             "num_carried": len(inits),
-            "sliced": tuple(Sliced(_iterator_axis(it), it.reverse) for it in loop.iterators),
+            "sliced": tuple(Sliced(it.source_axis, it.reverse) for it in loop.iterators),
             "stacked": tuple(
                 Stacked(o.axis, reverse=o.kind is LoopOutput.REVERSE) for o in stacked
             ),
@@ -275,7 +264,7 @@ class _LoopLowering:
         if isinstance(layer, IRecurrenceLayer):
             return body.value(layer._input(1))
         em, src = body.em, body.value(layer._input(0))
-        axis = _iterator_axis(layer)
+        axis = layer.source_axis
         last = em.op("Sub", [_axis_length(em, src, axis), em.ints(1)])
         # clamped: on the last slice the loop stops whatever this says, and the guard reports
         # a limit that would have read past the end
@@ -289,7 +278,7 @@ class _LoopLowering:
         if isinstance(layer, IRecurrenceLayer):
             return self.outer.value(layer._input(0))
         em, src = self.outer.em, self.outer.value(layer._input(0))
-        axis = _iterator_axis(layer)
+        axis = layer.source_axis
         length = _axis_length(em, src, axis)
         if length.constant is None or int(length.constant) == 0:
             message = (
@@ -307,7 +296,7 @@ class _LoopLowering:
         """Fail the run where an iterator ran out while the trip limit would go on."""
         em, reads = self.outer.em, limit_reads(self.loop, self.outer.analysis)
         for it in self.loop.iterators:
-            axis = _iterator_axis(it)
+            axis = it.source_axis
             length = _axis_length(em, self.outer.value(it._input(0)), axis)
             bad = em.op("Equal", [trips, length])
             if trip is not None:
