@@ -15,7 +15,7 @@ import onnx
 from rich.console import Console
 from rich.progress import track
 
-from tensorloop.frontends.onnx.backend import CaseResult, node_test_cases, run_case
+from tensorloop.formats.onnx.backend import CaseResult, node_test_cases, run_case
 
 
 def render_report(results: list[CaseResult]) -> str:

@@ -13,7 +13,7 @@ import onnxruntime as ort
 from onnx import helper, numpy_helper
 
 from tensorloop.backends.reference.interpreter import Interpreter
-from tensorloop.frontends.onnx import load_onnx
+from tensorloop.formats.onnx import load_onnx
 from tensorloop.ir.graph import Graph, Value
 from tensorloop.tensor.types import TensorType, tensor_type_of
 

@@ -16,7 +16,7 @@ Saver = Callable[..., None]
 
 _LOADERS: dict[str, Loader] = {}
 _SAVERS: dict[str, Saver] = {}
-_FRONTENDS = ("tensorloop.frontends.openvino", "tensorloop.frontends.onnx")
+_FRONTENDS = ("tensorloop.formats.openvino", "tensorloop.formats.onnx")
 
 
 def loader(*suffixes: str) -> Callable[[Loader], Loader]:
@@ -51,7 +51,7 @@ def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
     """Open a model file (``.tl``, ``.onnx``, ``.xml``), or convert an ``onnx.ModelProto``."""
     if not isinstance(path, str | os.PathLike):
         if type(path).__name__ == "ModelProto":
-            from .frontends.onnx import load_onnx
+            from .formats.onnx import load_onnx
 
             return load_onnx(path, **options)
         raise FormatError(f"cannot load a {type(path).__name__}: expected a path or a ModelProto")

@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx_oracle import one_node, ort_run, run_core
 from tensorloop.backends.reference.kernels.quant import convert
 from tensorloop.errors import ExecutionError, GraphError, UnsupportedOpError
-from tensorloop.frontends.onnx.convert import ONNX_DTYPES
+from tensorloop.formats.onnx.convert import ONNX_DTYPES
 from tensorloop.ir.graph import Graph
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
@@ -730,7 +730,7 @@ def _array(x: Any) -> Any:
 
 
 def test_onnx_node_tests_of_these_ops_pass() -> None:
-    from tensorloop.frontends.onnx.backend import TensorloopBackend
+    from tensorloop.formats.onnx.backend import TensorloopBackend
 
     cases = node_cases()
     assert len(cases) >= 250

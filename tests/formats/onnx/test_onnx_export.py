@@ -17,11 +17,7 @@ from hypothesis import strategies as st
 ort = pytest.importorskip("onnxruntime")
 
 import tensorloop as tl  # noqa: E402
-from tensorloop.builder.tracing import emit  # noqa: E402
-from tensorloop.frontends.onnx.export import OPSET, to_onnx  # noqa: E402
-from tensorloop.ir.emit import Emitter  # noqa: E402
-from tensorloop.ir.graph import Graph  # noqa: E402
-from test_loop_properties import (  # noqa: E402
+from loop_models import (  # noqa: E402
     build,
     hand_built_loop,
     loop_specs,
@@ -29,9 +25,13 @@ from test_loop_properties import (  # noqa: E402
     scan_on_axis,
     while_on_data,
 )
+from tensorloop.builder.tracing import emit  # noqa: E402
+from tensorloop.formats.onnx.exporter import OPSET, to_onnx  # noqa: E402
+from tensorloop.ir.emit import Emitter  # noqa: E402
+from tensorloop.ir.graph import Graph  # noqa: E402
 
 Feeds = dict[str, Any]
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 _rng = np.random.default_rng(11)
 X = _rng.standard_normal((2, 3)).astype(np.float32)

@@ -108,7 +108,7 @@ def test_conv_integer_and_qlinear_conv_match_onnxruntime() -> None:
         np.array(120, np.uint8),
         RNG.integers(-500, 500, 3).astype(np.int32),
     ]
-    # onnxruntime 1.32's u8×s8 kernel is off by up to 30 on this CPU (docs/onnx.md), so the
+    # onnxruntime 1.32's u8 by s8 kernel is off by up to 30 on this CPU (docs/onnx.md), so the
     # oracle is the exact integer convolution, requantized in float64.
     (got,) = tensorloop_run(one_node("QLinearConv", inputs, attrs, opset=10), inputs)
     xp = np.pad(x.astype(np.int64) - 9, ((0, 0), (0, 0), (1, 0), (1, 0)))

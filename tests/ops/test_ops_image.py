@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_ops_indexing import RNG, T, ints, randn
+from test_ops_indexing import same_as_onnxruntime as same
 
 from onnx_oracle import infer, one_node, ort_run, run_core, tensorloop_run
 from tensorloop.errors import ExecutionError, GraphError
-from test_ops_indexing import RNG, T, ints, randn
-from test_ops_indexing import same_as_onnxruntime as same
 
 
 def floats(*values: float) -> np.ndarray:

@@ -14,13 +14,13 @@ ov = pytest.importorskip("openvino")
 import defusedxml.ElementTree as SafeET  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
+from loop_models import hand_built_loop, scan_on_axis, while_on_data  # noqa: E402
 from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
-from tensorloop.frontends.openvino.writer import _EMITTERS  # noqa: E402
+from tensorloop.formats.openvino.writer import _EMITTERS  # noqa: E402
 from tensorloop.ir.emit import Emitter  # noqa: E402
 from tensorloop.ir.graph import Graph  # noqa: E402
 from tensorloop.ir.opdef import registered_ops  # noqa: E402
 from tensorloop.tensor.types import TensorType  # noqa: E402
-from test_loop_properties import hand_built_loop, scan_on_axis, while_on_data  # noqa: E402
 
 Feeds = dict[str, np.ndarray[Any, Any]]
 Case = Callable[[], tuple[tl.Model, Feeds]]

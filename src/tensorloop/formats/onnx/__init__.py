@@ -23,4 +23,4 @@ def _load(path: str | os.PathLike[str], **options: Any) -> Model:
     return load_onnx(path, **options)
 
 
-from . import export  # noqa: E402,F401  (registers tl.save for .onnx)
+from . import exporter  # noqa: E402,F401  (registers tl.save for .onnx)

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 from onnx_oracle import assert_close, infer, one_node, ort_run, run_core, tensorloop_run
 from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.errors import GraphError
-from tensorloop.frontends.onnx import load_onnx
+from tensorloop.formats.onnx import load_onnx
 from tensorloop.ir.graph import Graph
 from tensorloop.tensor.types import TensorType, tensor_type_of
 

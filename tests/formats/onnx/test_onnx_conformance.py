@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorloop.frontends.onnx.backend import (
+from tensorloop.formats.onnx.backend import (
     TensorloopBackend,
     case_ops,
     check_case,
