@@ -22,19 +22,20 @@ from onnx import helper, numpy_helper
 
 from ...errors import FormatError, TensorloopError
 from ...io import saver
-from ...ir.control_flow import (
-    LoopLayout,
-    Sliced,
-    Stacked,
-    loop_trip_count,
-    normalize_axis,
-    result_types_for,
-)
+from ...ir.branch import If
 from ...ir.graph import Graph, Node, Value
+from ...ir.loop import Loop, result_types_for
 from ...ir.opdef import get_opdef
 from ...model import Model
 from ...tensor.dtypes import DType
-from ...tensor.types import UNKNOWN, OptionalType, SequenceType, TensorType, Type
+from ...tensor.types import (
+    UNKNOWN,
+    OptionalType,
+    SequenceType,
+    TensorType,
+    Type,
+    normalize_axis,
+)
 
 OPSET = 26
 """The default ``ai.onnx`` opset: the newest that onnxruntime 1.31 runs."""
@@ -422,27 +423,22 @@ def _check(scope: _Scope, node: Node) -> None:
 
 
 def _if(scope: _Scope, node: Node) -> None:
-    file = scope.file
+    file, view = scope.file, If(node)
     if not node.outputs:
         return  # ONNX's If must have outputs; one without them computes nothing
     attrs = {}
-    for key in ("then_branch", "else_branch"):
-        branch: Graph = node.attrs[key]
-        for param, outer in zip(branch.inputs, node.inputs[1:], strict=True):
+    for key, branch in (("then_branch", view.then_branch), ("else_branch", view.else_branch)):
+        for param, outer in zip(branch.inputs, view.captured, strict=True):
             file.refs[param] = file.ref(outer)  # ONNX branches read captured values by name
         attrs[key] = _subgraph(file, branch, [])
-    outs = [file.names[v] for v in node.outputs]
-    scope.node("If", [file.ref(node.inputs[0])], outs, attrs, name=node.name)
+    outs = [file.names[v] for v in view.outputs]
+    scope.node("If", [file.ref(view.condition)], outs, attrs, name=node.name)
 
 
 def _loop(scope: _Scope, node: Node) -> None:
     """The canonical Loop as an ONNX Loop (see the module docstring)."""
-    file = scope.file
-    body: Graph = node.attrs["body"]
-    sliced: tuple[Sliced, ...] = node.attrs.get("sliced", ())
-    stacked: tuple[Stacked, ...] = node.attrs.get("stacked", ())
-    lay = LoopLayout.of(node)
-    params = body.inputs
+    file, loop = scope.file, Loop(node)
+    body = loop.body
     where = _describe(node)
     if not node.outputs:
         return  # ONNX's Loop must have outputs; one without them computes nothing
@@ -450,7 +446,7 @@ def _loop(scope: _Scope, node: Node) -> None:
     # M: the least of max_trip_count and the sliced lengths, static ones folded.
     static: list[int] = []
     bounds: list[str] = []
-    trip = node.inputs[0]
+    trip = loop.trip_count
     reuse: tuple[int, str] | None = None  # a constant trip count that can serve as M itself
     if trip is not None:
         data = trip.constant
@@ -460,9 +456,9 @@ def _loop(scope: _Scope, node: Node) -> None:
                 reuse = (static[-1], file.ref(trip))
         else:
             bounds.append(scope.scalar(file.ref(trip), trip.type, DType.int64))
-    for i, s in zip(lay.sliced_inputs(), sliced, strict=True):
-        src = _required(node, i)
-        d = scope.dim(file.ref(src), src.type, s.axis)
+    for s in loop.sliced:
+        src = _present(s.source)
+        d = scope.dim(file.ref(src), src.type, s.spec.axis)
         if isinstance(d, int):
             static.append(d)
         else:
@@ -472,7 +468,7 @@ def _loop(scope: _Scope, node: Node) -> None:
         bounds.append(reuse[1] if reuse is not None and reuse[0] == low else scope.ints(low))
     m = "" if not bounds else bounds[0] if len(bounds) == 1 else scope.op("Min", bounds)
 
-    first, stop = node.inputs[1], body.outputs[0].constant
+    first, stop = loop.condition, loop.continue_condition.constant
     if first is not None:
         cond = scope.scalar(file.ref(first), first.type, DType.bool)
     elif stop is not None and stop.size == 1 and bool(stop.reshape(())):
@@ -483,70 +479,71 @@ def _loop(scope: _Scope, node: Node) -> None:
 
     # The body: (iteration_num, cond_in, *carried); slices are gathered at the iteration number
     # and invariants read by their outer names.
-    iteration = file.names[params[0]]
+    iteration = file.names[loop.iteration]
     inputs = [
         _value_info(iteration, _I64, where),
         _value_info(file.unique(f"{body.name}_cond_in"), _BOOL, where),
-        *(_value_info(file.names[params[p]], params[p].type, where) for p in lay.carried_params()),
+        *(_value_info(file.names[c.param], c.param.type, where) for c in loop.carried),
     ]
-    for i, p in zip(lay.invariant_inputs(), lay.invariant_params(), strict=True):
-        file.refs[params[p]] = file.ref(node.inputs[i])
+    for inv in loop.invariants:
+        file.refs[inv.param] = file.ref(inv.value)
 
     def gather_slices(sub: _Scope) -> None:
         backwards = ""
-        for i, p, s in zip(lay.sliced_inputs(), lay.slice_params(), sliced, strict=True):
+        for s in loop.sliced:
             index = iteration
-            if s.reverse:  # element len-1-i, which Gather reads as index -1-i
+            if s.spec.reverse:  # element len-1-i, which Gather reads as index -1-i
                 backwards = backwards or sub.op("Sub", [sub.ints(-1), iteration])
                 index = backwards
-            src = file.ref(node.inputs[i])
-            sub.node("Gather", [src, index], [file.names[params[p]]], {"axis": s.axis})
-            sub.local.add(params[p])
+            src = file.ref(s.source)
+            sub.node("Gather", [src, index], [file.names[s.param]], {"axis": s.spec.axis})
+            sub.local.add(s.param)
 
     body_proto = _subgraph(file, body, inputs, gather_slices)
 
     # Scan outputs stack on axis 0 in iteration order; each stacked result is then fixed up
     # for zero trips, reversed and moved to its axis, as it needs.
-    k = lay.num_carried
-    maybe_zero = loop_trip_count(node.inputs, node.attrs) in (None, 0)
-    outs = [file.names[v] for v in node.outputs[:k]]
-    steps: list[tuple[int, str, int, bool, bool]] = []
-    for j, (r, st) in enumerate(zip(lay.per_iteration_results(), stacked, strict=True)):
-        v, t = node.outputs[k + j], body.outputs[r].type
+    maybe_zero = loop.static_trip_count in (None, 0)
+    outs = [file.names[c.final] for c in loop.carried]
+    steps: list[tuple[str, int, bool]] = []
+    for j, st in enumerate(loop.stacked):
+        t = st.result.type
         assert isinstance(t, TensorType), "the Loop type rule admits tensors only"
         if t.shape is None:
-            if st.axis != 0:
+            if st.spec.axis != 0:
                 raise FormatError(
-                    f"{where}: stacked result #{j} has unknown rank, so its axis {st.axis} "
+                    f"{where}: stacked result #{j} has unknown rank, so its axis {st.spec.axis} "
                     "cannot be placed"
                 )
             axis = 0
         else:
-            axis = normalize_axis(st.axis, len(t.shape) + 1, f"{where} stacked #{j}")
+            axis = normalize_axis(st.spec.axis, len(t.shape) + 1, f"{where} stacked #{j}")
         fix = maybe_zero and not t.is_static
-        plain = not fix and not st.reverse and axis == 0
-        outs.append(file.names[v] if plain else file.unique(f"{file.names[v]}_scan"))
-        steps.append((j, outs[-1], axis, st.reverse, fix))
-    carried = [file.ref(node.inputs[i]) for i in lay.carried_inputs()]
+        plain = not fix and not st.spec.reverse and axis == 0
+        outs.append(
+            file.names[st.output] if plain else file.unique(f"{file.names[st.output]}_scan")
+        )
+        steps.append((outs[-1], axis, fix))
+    carried = [file.ref(c.initial) for c in loop.carried]
     scope.node("Loop", [m, cond, *carried], outs, {"body": body_proto}, name=node.name)
     zero_trip: _ZeroTrip | None = None
-    for j, raw, axis, reverse, fix in steps:
+    for j, (st, (raw, axis, fix)) in enumerate(zip(loop.stacked, steps, strict=True)):
         todo: list[tuple[str, list[str], dict[str, Any]]] = []
         if fix:
-            zero_trip = zero_trip or _ZeroTrip(node, lay)
+            zero_trip = zero_trip or _ZeroTrip(loop)
             target = zero_trip.shape(scope, j, raw)
             if target:
                 todo.append(("Reshape", [target], {"allowzero": 1}))
-        if reverse:
+        if st.spec.reverse:
             ends = scope.ints([_INT64_MIN])
             todo.append(("Slice", [scope.ints([-1]), ends, scope.ints([0]), scope.ints([-1])], {}))
         if axis != 0:
-            rank = body.outputs[lay.per_iteration_results()[j]].tensor_type.rank
+            rank = st.result.tensor_type.rank
             assert rank is not None
             todo.append(
                 ("Transpose", [], {"perm": [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]})
             )
-        final = file.names[node.outputs[k + j]]
+        final = file.names[st.output]
         if raw != final and not todo:
             todo.append(("Identity", [], {}))  # the zero-trip fix was not needed after all
         x = raw
@@ -565,8 +562,8 @@ class _ZeroTrip:
     stays unknown, and is 0 here.
     """
 
-    def __init__(self, node: Node, lay: LoopLayout) -> None:
-        body: Graph = node.attrs["body"]
+    def __init__(self, loop: Loop) -> None:
+        body = loop.body
         used = {d for p in body.inputs for d in _dims(p.type) if isinstance(d, str)}
         fresh = (f"zero_trip{n}" for n in itertools.count())
         params: list[Type] = []
@@ -582,17 +579,22 @@ class _ZeroTrip:
             results = result_types_for(body, params)
         except TensorloopError:
             results = [v.type for v in body.outputs]
-        self.results = [results[r] for r in lay.per_iteration_results()]
-        # Each symbol's source: the first parameter that has it, as the interpreter binds.
-        axes = {
-            p: s.axis for p, s in zip(lay.slice_params(), node.attrs.get("sliced", ()), strict=True)
-        }
+        self.results = loop.counts.split_results(results).per_iteration
+        # Each symbol's source: the first parameter that has it, as the interpreter binds; a
+        # slice's parameter lacks its source's sliced axis.
+        _, carried, slices, invariants = loop.counts.split_params(params)
+        feeds: list[tuple[Value | None, Type, int | None]] = [
+            *((c.initial, t, None) for c, t in zip(loop.carried, carried, strict=True)),
+            *((s.source, t, s.spec.axis) for s, t in zip(loop.sliced, slices, strict=True)),
+            *((i.value, t, None) for i, t in zip(loop.invariants, invariants, strict=True)),
+        ]
         self.sources: dict[str, tuple[Value, int]] = {}
-        for p, t in enumerate(params[1:], 1):
+        for value, t, axis in feeds:
             if not isinstance(t, TensorType) or t.shape is None:
                 continue
-            outer = _required(node, p + 1)  # parameter p is fed by input p + 1
-            cut = normalize_axis(axes[p], len(t.shape) + 1, node.describe()) if p in axes else None
+            outer = _present(value)
+            where = loop.node.describe()
+            cut = None if axis is None else normalize_axis(axis, len(t.shape) + 1, where)
             for i, d in enumerate(t.shape):
                 if isinstance(d, str) and d not in self.sources:
                     self.sources[d] = (outer, i if cut is None or i < cut else i + 1)
@@ -626,8 +628,7 @@ def _dims(t: Type) -> tuple[int | str, ...]:
     return t.shape or () if isinstance(t, TensorType) else ()
 
 
-def _required(node: Node, index: int) -> Value:
-    v = node.inputs[index]
+def _present(v: Value | None) -> Value:
     assert v is not None, "the verifier guarantees required inputs"
     return v
 

@@ -11,15 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import FormatError
+from ...errors import FormatError, GraphError
 from ...io import saver
-from ...ir.control_flow import LoopLayout, Sliced, Stacked
+from ...ir.branch import If
 from ...ir.graph import Graph, Node, Value
+from ...ir.loop import Loop
 from ...ir.opdef import get_opdef
 from ...model import Model
 from ...ops.shape import INT64_MAX, INT64_MIN, split_sizes
 from ...tensor.dtypes import DType
-from ...tensor.types import UNKNOWN, Dim, TensorType, tensor_type_of
+from ...tensor.types import UNKNOWN, Dim, TensorType, normalize_axis, tensor_type_of
 from .reader import ELEMENT_TYPES, PRECISIONS
 
 IR_VERSION = 11
@@ -325,13 +326,16 @@ def _all_axes(net: _Net, t: _Tensor) -> _Tensor:
 
 
 def _norm_axis(call: _Call, axis: int, rank: int | None, what: str = "axis") -> int:
-    if axis >= 0:
-        return axis
+    """``axis`` normalized for ``rank``, which may be unknown for an axis counted from the
+    start; the error names the node."""
     if rank is None:
+        if axis >= 0:
+            return axis
         raise call.error(f"{what} {axis} counts from the end of a tensor of unknown rank")
-    if axis < -rank:
-        raise call.error(f"{what} {axis} is out of range for rank {rank}")
-    return axis + rank
+    try:
+        return normalize_axis(axis, rank, what)
+    except GraphError as exc:
+        raise call.error(str(exc)) from None
 
 
 # -- op emitters ----------------------------------------------------------------------------------
@@ -696,83 +700,84 @@ def _loop(net: _Net, call: _Call) -> list[_Tensor]:
     """The canonical Loop as Loop-5: its sliced inputs keep a unit axis and its concatenated
     outputs join on an existing one, so the body squeezes the first and unsqueezes the second;
     reversed slicing and stacking reverse outside the loop."""
-    node, name = call.node, call.node.name or net.scope
-    body: Graph = call.attrs["body"]
-    sliced: tuple[Sliced, ...] = call.attrs["sliced"]
-    stacked: tuple[Stacked, ...] = call.attrs["stacked"]
-    lay = LoopLayout.of(node)
-    carried = [call.arg(i) for i in lay.carried_inputs()]
-    invariants = [call.arg(i) for i in lay.invariant_inputs()]
+    loop, name = Loop(call.node), call.node.name or net.scope
+    body = loop.body
+    ins = loop.counts.split_inputs(call.ins)
+    carried = [_present(t) for t in ins.carried]
+    invariants = [_present(t) for t in ins.invariants]
     sources: list[_Tensor] = []
-    axes: list[int] = []
-    for j, (i, p, s) in enumerate(
-        zip(lay.sliced_inputs(), lay.slice_params(), sliced, strict=True)
-    ):
-        src = call.arg(i)
-        rank = src.rank if src.rank is not None else _rank_plus_one(body.inputs[p])
-        axes.append(_norm_axis(call, s.axis, rank, f"sliced #{j} axis"))
-        sources.append(_reverse(net, src, axes[-1]) if s.reverse else src)
+    unit_axes: dict[Value, int] = {}  # each slice's parameter: the unit axis it keeps
+    for j, (s, src) in enumerate(zip(loop.sliced, map(_present, ins.sources), strict=True)):
+        rank = src.rank if src.rank is not None else _rank_plus_one(s.param)
+        unit_axes[s.param] = _norm_axis(call, s.spec.axis, rank, f"sliced #{j} axis")
+        sources.append(_reverse(net, src, unit_axes[s.param]) if s.spec.reverse else src)
+    axes = list(unit_axes.values())
     trip = _trip_count(
-        net, call.ins[0], [_dim(net, s, a) for s, a in zip(sources, axes, strict=True)]
+        net, ins.max_trip_count, [_dim(net, s, a) for s, a in zip(sources, axes, strict=True)]
     )
-    cond = call.ins[1] if call.ins[1] is not None else net.const(np.bool_(True))
+    first = ins.initial_condition
+    cond = first if first is not None else net.const(np.bool_(True))
 
     sub = _Net(net.file)
     sub.scope = name  # for the layers written here; _lower names the body's own after its nodes
-    unit_axes = dict(zip(lay.slice_params(), axes, strict=True))
     types = [_param_type(call, v) for v in body.inputs]
     params = [
-        sub.parameter(_insert_unit(t, unit_axes[p]) if p in unit_axes else t, v.name)
-        for p, (t, v) in enumerate(zip(types, body.inputs, strict=True))
+        sub.parameter(_insert_unit(t, unit_axes[v]) if v in unit_axes else t, v.name)
+        for t, v in zip(types, body.inputs, strict=True)
     ]
     args = [
-        sub.op("Squeeze", [prm, sub.ints([unit_axes[p]])], types[p]) if p in unit_axes else prm
-        for p, prm in enumerate(params)
+        sub.op("Squeeze", [prm, sub.ints([unit_axes[v]])], t) if v in unit_axes else prm
+        for prm, t, v in zip(params, types, body.inputs, strict=True)
     ]
-    results = _lower(sub, body, args)
+    results = loop.counts.split_results(_lower(sub, body, args))
     sub.scope = name
-    cond_result = sub.result(results[0])
-    carried_results = [sub.result(results[r]) for r in lay.carried_results()]
+    cond_result = sub.result(results.continue_condition)
+    carried_results = [sub.result(y) for y in results.carried]
     stacked_results: list[tuple[_Layer, int]] = []
-    for j, (r, st) in enumerate(zip(lay.per_iteration_results(), stacked, strict=True)):
-        y = results[r]
-        a = _norm_axis(call, st.axis, _rank_plus_one(body.outputs[r]), f"stacked #{j} axis")
+    for j, (y, st) in enumerate(zip(results.per_iteration, loop.stacked, strict=True)):
+        a = _norm_axis(call, st.spec.axis, _rank_plus_one(st.result), f"stacked #{j} axis")
         stacked_results.append(
             (sub.result(sub.op("Unsqueeze", [y, sub.ints([a])], _insert_unit(y.type, a))), a)
         )
 
-    loop = net.add(
+    layer = net.add(
         "Loop",
         [trip, cond, *carried, *sources, *invariants],
         call.outs,
         "opset5",
         name=name,
     )
+    iteration, carried_params, slice_params, invariant_params = loop.counts.split_params(params)
     port_map, back_edges = ET.Element("port_map"), ET.Element("back_edges")
-    external = iter(range(2, len(node.inputs)))
-    for p, res in zip(lay.carried_params(), carried_results, strict=True):
-        _map_entry(port_map, "input", next(external), params[p].layer)
+    external = iter(range(2, len(layer.inputs)))
+    for prm, res in zip(carried_params, carried_results, strict=True):
+        _map_entry(port_map, "input", next(external), prm.layer)
         ET.SubElement(
-            back_edges, "edge", {"from-layer": str(res.id), "to-layer": str(params[p].layer.id)}
+            back_edges, "edge", {"from-layer": str(res.id), "to-layer": str(prm.layer.id)}
         )
-    for p, a in zip(lay.slice_params(), axes, strict=True):
-        _map_entry(port_map, "input", next(external), params[p].layer, **_concat_axis(a))
-    for p in lay.invariant_params():
-        _map_entry(port_map, "input", next(external), params[p].layer)
-    outputs = iter(range(len(node.inputs), len(node.inputs) + len(node.outputs)))
+    for prm, a in zip(slice_params, axes, strict=True):
+        _map_entry(port_map, "input", next(external), prm.layer, **_concat_axis(a))
+    for prm in invariant_params:
+        _map_entry(port_map, "input", next(external), prm.layer)
+    outputs = iter(range(len(layer.inputs), len(layer.inputs) + len(layer.outputs)))
     for res in carried_results:
         _map_entry(port_map, "output", next(outputs), res)
     for res, a in stacked_results:
         _map_entry(port_map, "output", next(outputs), res, **_concat_axis(a))
-    _map_entry(port_map, "input", -1, params[0].layer, purpose="current_iteration")
+    _map_entry(port_map, "input", -1, iteration.layer, purpose="current_iteration")
     _map_entry(port_map, "output", -1, cond_result, purpose="execution_condition")
-    loop.maps += [port_map, back_edges]
-    loop.bodies.append(sub.element("body"))
-    outs = [loop.out(i) for i in range(len(node.outputs))]
-    for j, ((_, a), st) in enumerate(zip(stacked_results, stacked, strict=True)):
-        if st.reverse:
-            outs[lay.num_carried + j] = _reverse(net, outs[lay.num_carried + j], a)
-    return outs
+    layer.maps += [port_map, back_edges]
+    layer.bodies.append(sub.element("body"))
+    finals, stacks = loop.counts.split_outputs([layer.out(i) for i in range(len(layer.outputs))])
+    for j, ((_, a), st) in enumerate(zip(stacked_results, loop.stacked, strict=True)):
+        if st.spec.reverse:
+            stacks[j] = _reverse(net, stacks[j], a)
+    return [*finals, *stacks]
+
+
+def _present(t: _Tensor | None) -> _Tensor:
+    assert t is not None, "the verifier guarantees required inputs"
+    return t
 
 
 def _rank_plus_one(v: Value) -> int | None:
@@ -803,16 +808,16 @@ def _param_type(call: _Call, v: Value) -> TensorType:
 
 
 def _if(net: _Net, call: _Call) -> list[_Tensor]:
-    node = call.node
+    view = If(call.node)
     layer = net.add(
         "If",
-        [call.arg(i) for i in range(len(call.ins))],
+        [_present(t) for t in call.ins],
         call.outs,
         "opset8",
-        name=node.name or net.scope,
+        name=view.name or net.scope,
     )
-    for key, tag in (("then_branch", "then"), ("else_branch", "else")):
-        branch: Graph = call.attrs[key]
+    # External ports: the condition is input 0, the captured values follow, outputs come after.
+    for tag, branch in (("then", view.then_branch), ("else", view.else_branch)):
         sub = _Net(net.file)
         params = [sub.parameter(_param_type(call, v), v.name) for v in branch.inputs]
         results = [sub.result(t) for t in _lower(sub, branch, params)]
@@ -820,10 +825,10 @@ def _if(net: _Net, call: _Call) -> list[_Tensor]:
         for i, p in enumerate(params):
             _map_entry(port_map, "input", 1 + i, p.layer)
         for j, res in enumerate(results):
-            _map_entry(port_map, "output", len(call.ins) + j, res)
+            _map_entry(port_map, "output", len(layer.inputs) + j, res)
         layer.maps.append(port_map)
         layer.bodies.append(sub.element(f"{tag}_body"))
-    return [layer.out(i) for i in range(len(node.outputs))]
+    return [layer.out(i) for i in range(len(layer.outputs))]
 
 
 def _attr(key: str) -> Callable[[_Call], Any]:
