@@ -17,33 +17,16 @@ inferred from data flow, validated as TensorRT validates and lowered to canonica
 See docs/network.md.
 """
 
-from .layers import (
+from .enums import (
     ActivationType,
     ElementWiseOperation,
-    IActivationLayer,
-    ICastLayer,
-    IConcatenationLayer,
-    IConstantLayer,
-    IElementWiseLayer,
-    IGatherLayer,
-    IIdentityLayer,
-    ILayer,
-    IMatrixMultiplyLayer,
-    IReduceLayer,
-    ISelectLayer,
-    IShapeLayer,
-    IShuffleLayer,
-    ISliceLayer,
-    ISoftMaxLayer,
-    ITensor,
-    ITopKLayer,
-    IUnaryLayer,
     LayerType,
     MatrixOperation,
     ReduceOperation,
     TopKOperation,
     UnaryOperation,
 )
+from .layers import IConstantLayer, ILayer, ITensor
 from .loops import (
     IIteratorLayer,
     ILoop,
@@ -55,7 +38,26 @@ from .loops import (
     LoopOutputKind,
     TripLimit,
 )
+from .math_layers import (
+    IActivationLayer,
+    ICastLayer,
+    IElementWiseLayer,
+    IMatrixMultiplyLayer,
+    IReduceLayer,
+    ISelectLayer,
+    ISoftMaxLayer,
+    ITopKLayer,
+    IUnaryLayer,
+)
 from .network import Network
+from .shape_layers import (
+    IConcatenationLayer,
+    IGatherLayer,
+    IIdentityLayer,
+    IShapeLayer,
+    IShuffleLayer,
+    ISliceLayer,
+)
 
 __all__ = [
     "ActivationType",

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from ..errors import NetworkError
 from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, Dim, TensorType
-from .layers import ILayer, ITensor, LayerType, Setting, static_value
+from .enums import LayerType
+from .layers import ILayer, ITensor, Setting, static_value
 
 if TYPE_CHECKING:
     from .network import Network

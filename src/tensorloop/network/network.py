@@ -11,34 +11,36 @@ from ..backends.reference.interpreter import DEFAULT_MAX_ITERATIONS
 from ..errors import GraphError, NetworkError
 from ..tensor.dtypes import DTypeLike
 from ..tensor.types import TensorType
-from .layers import (
+from .enums import (
     ActivationType,
     ElementWiseOperation,
-    IActivationLayer,
-    ICastLayer,
-    IConcatenationLayer,
-    IConstantLayer,
-    IElementWiseLayer,
-    IGatherLayer,
-    IIdentityLayer,
-    ILayer,
-    IMatrixMultiplyLayer,
-    IReduceLayer,
-    ISelectLayer,
-    IShapeLayer,
-    IShuffleLayer,
-    ISliceLayer,
-    ISoftMaxLayer,
-    ITensor,
-    ITopKLayer,
-    IUnaryLayer,
     LayerType,
     MatrixOperation,
     ReduceOperation,
     TopKOperation,
     UnaryOperation,
 )
+from .layers import IConstantLayer, ILayer, ITensor
 from .loops import ILoop
+from .math_layers import (
+    IActivationLayer,
+    ICastLayer,
+    IElementWiseLayer,
+    IMatrixMultiplyLayer,
+    IReduceLayer,
+    ISelectLayer,
+    ISoftMaxLayer,
+    ITopKLayer,
+    IUnaryLayer,
+)
+from .shape_layers import (
+    IConcatenationLayer,
+    IGatherLayer,
+    IIdentityLayer,
+    IShapeLayer,
+    IShuffleLayer,
+    ISliceLayer,
+)
 
 if TYPE_CHECKING:
     from ..model import Model

@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     attention,
+    conv,
     core,
     elementwise,
     image,
@@ -9,6 +10,8 @@ from . import (  # noqa: F401
     linalg,
     math,
     nn,
+    normalization,
+    pooling,
     quant,
     reduce,
     sequence,

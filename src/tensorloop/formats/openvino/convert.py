@@ -42,7 +42,15 @@ def known_layer_types() -> list[str]:
 
 
 def _load_converters() -> None:
-    from . import loops, ops, rnn  # noqa: F401  (registration)
+    from . import (  # noqa: F401  (registration)
+        elementwise,
+        indexing,
+        loops,
+        reductions,
+        rnn,
+        shapes,
+        state,
+    )
 
 
 @dataclass
