@@ -47,7 +47,7 @@ class Analysis:
         """n when the loop has a constant COUNT limit and no WHILE limit."""
         if TripLimit.WHILE in loop.trip_limits or TripLimit.COUNT not in loop.trip_limits:
             return None
-        value = static_value(loop.trip_limits[TripLimit.COUNT]._input(0))
+        value = static_value(loop.trip_limits[TripLimit.COUNT].tensor)
         return None if value is None else max(int(value), 0)
 
 
@@ -60,14 +60,14 @@ def analyze(net: Network) -> Analysis:
     if problems:
         raise _error(net, problems)
     varies, uses, witness = _fixed_point(net, order)
-    depth = {loop: len(uses[loop]) for loop in net._loops}
+    depth = {loop: len(uses[loop]) for loop in net.loops}
     _check_nesting(net, varies, uses, witness, problems)
     if problems:
         raise _error(net, problems)
     problems = _check_loop_cycles(net, order, uses)
     if problems:
         raise _error(net, problems)
-    parent = {loop: max(uses[loop], key=depth.__getitem__, default=None) for loop in net._loops}
+    parent = {loop: max(uses[loop], key=depth.__getitem__, default=None) for loop in net.loops}
     scope = {t: max(s, key=depth.__getitem__, default=None) for t, s in varies.items()}
     analysis = Analysis(order, parent, scope, varies)
     _check_placement(net, analysis, problems)
@@ -85,7 +85,7 @@ def _error(net: Network, problems: list[str]) -> NetworkError:
 
 def _check_layers(net: Network, problems: list[str]) -> None:
     """Each loop complete, each layer typable with its current inputs and settings."""
-    for loop in net._loops:
+    for loop in net.loops:
         if not loop.trip_limits:
             problems.append(
                 f"loop '{loop.name}' has no trip limit; add one with "
@@ -103,10 +103,10 @@ def _check_layers(net: Network, problems: list[str]) -> None:
                     f"{out.describe()} is {out.kind.name} but has no length; set a 0-D int32 "
                     "length with set_input(1, tensor)"
                 )
-    net._types.clear()
-    for layer in net._layers:
+    net.clear_types()
+    for layer in net.layers:
         try:
-            net._output_types(layer)
+            net.output_types(layer)
             if isinstance(layer, IRecurrenceLayer) and layer.num_inputs == 2:
                 layer.check_next()
         except NetworkError as exc:
@@ -116,22 +116,23 @@ def _check_layers(net: Network, problems: list[str]) -> None:
 def _inputs(layer: ILayer, back_edges: bool = False) -> list[tuple[int, ITensor]]:
     return [
         (i, t)
-        for i, t in enumerate(layer._inputs)
+        for i, t in enumerate(layer.inputs)
         if t is not None and (back_edges or i not in layer.back_edge_inputs)
     ]
 
 
 def _forward_order(net: Network, problems: list[str]) -> list[ILayer]:
     """The layers in an order where each comes after what it reads, back edges left out."""
-    pending = {layer: len(_inputs(layer)) for layer in net._layers}
+    layers = net.layers
+    pending = {layer: len(_inputs(layer)) for layer in layers}
     readers: dict[ILayer, list[ILayer]] = defaultdict(list)
-    for layer in net._layers:
+    for layer in layers:
         for _, t in _inputs(layer):
             if t.producer is None:
                 pending[layer] -= 1
             else:
                 readers[t.producer].append(layer)
-    ready = [layer for layer in net._layers if pending[layer] == 0]
+    ready = [layer for layer in layers if pending[layer] == 0]
     order: list[ILayer] = []
     while ready:
         layer = ready.pop()
@@ -140,8 +141,8 @@ def _forward_order(net: Network, problems: list[str]) -> list[ILayer]:
             pending[reader] -= 1
             if pending[reader] == 0:
                 ready.append(reader)
-    if len(order) < len(net._layers):
-        stuck = [layer.name for layer in net._layers if pending[layer] > 0]
+    if len(order) < len(layers):
+        stuck = [layer.name for layer in layers if pending[layer] > 0]
         problems.append(
             f"layers {stuck} form a cycle; the only back edge TensorRT allows is a recurrence "
             "layer's second input"
@@ -159,8 +160,9 @@ def _check_loop_cycles(net: Network, order: list[ILayer], uses: dict[ILoop, Loop
     one. For each tensor: the loops whose outputs it depends on, grown to a fixed point. A
     recurrence's next value is read on the iteration after, so the loops nested in its loop,
     which ran on the iteration before, drop out there."""
-    inner = {p: {q for q in net._loops if p in uses[q]} for p in net._loops}
-    after: dict[ITensor, Loops] = {t: frozenset() for t in net._inputs}
+    loops = net.loops
+    inner = {p: {q for q in loops if p in uses[q]} for p in loops}
+    after: dict[ITensor, Loops] = {t: frozenset() for t in net.inputs}
 
     def reads(layer: ILayer) -> Loops:
         found: set[ILoop] = set()
@@ -179,11 +181,11 @@ def _check_loop_cycles(net: Network, order: list[ILayer], uses: dict[ILoop, Loop
             if isinstance(layer, ILoopOutputLayer):
                 boundary = layer.loop.boundary_layers
                 found = found.union({layer.loop}, *(reads(b) for b in boundary))
-            for t in layer._outputs:
+            for t in layer.outputs:
                 if after.get(t) != found:
                     after[t], changed = found, True
     problems = []
-    for loop in net._loops:
+    for loop in loops:
         for t, layer in _boundary_reads(loop):
             if loop in after.get(t, frozenset()):
                 problems.append(
@@ -200,24 +202,25 @@ Witness = tuple[ITensor, ILayer]
 def _fixed_point(
     net: Network, order: list[ILayer]
 ) -> tuple[dict[ITensor, Loops], dict[ILoop, Loops], dict[tuple[ILoop, ILoop], Witness]]:
-    varies: dict[ITensor, Loops] = {t: frozenset() for t in net._inputs}
-    uses: dict[ILoop, Loops] = {loop: frozenset() for loop in net._loops}
+    loops = net.loops
+    varies: dict[ITensor, Loops] = {t: frozenset() for t in net.inputs}
+    uses: dict[ILoop, Loops] = {loop: frozenset() for loop in loops}
     witness: dict[tuple[ILoop, ILoop], Witness] = {}
-    consumed = {loop: _boundary_reads(loop) for loop in net._loops}
+    consumed = {loop: _boundary_reads(loop) for loop in loops}
     changed = True
     while changed:
         changed = False
         for layer in order:
-            for t in layer._outputs:
+            for t in layer.outputs:
                 if isinstance(layer, IIteratorLayer | IRecurrenceLayer):
-                    new = varies[layer._input(0)] | uses[layer.loop] | {layer.loop}
+                    new = varies[layer.required_input(0)] | uses[layer.loop] | {layer.loop}
                 elif isinstance(layer, ILoopOutputLayer):
                     new = uses[layer.loop]
                 else:
                     new = frozenset().union(*(varies[x] for _, x in _inputs(layer)))
                 if varies.get(t) != new:
                     varies[t], changed = new, True
-        for loop in net._loops:
+        for loop in loops:
             found: set[ILoop] = set()
             for t, layer in consumed[loop]:
                 for other in varies.get(t, frozenset()) - {loop}:
@@ -240,14 +243,15 @@ def _check_nesting(
         where = layer.describe()
         return f"'{a.name}' reads tensor '{t.name}' (at {where}), defined inside '{b.name}'"
 
-    for i, a in enumerate(net._loops):
-        for b in net._loops[i + 1 :]:
+    loops = net.loops
+    for i, a in enumerate(loops):
+        for b in loops[i + 1 :]:
             if b in uses[a] and a in uses[b]:
                 problems.append(
                     f"loops '{a.name}' and '{b.name}' are not cleanly nested: {why(a, b)}, and "
                     f"{why(b, a)}; values leave a loop only through its loop output layers"
                 )
-    for loop in net._loops:
+    for loop in loops:
         for a, b in _unrelated(uses[loop], uses):
             problems.append(
                 f"loop '{loop.name}' is inside both '{a.name}' and '{b.name}', which are not "
@@ -255,8 +259,8 @@ def _check_nesting(
             )
     if problems:
         return
-    for layer in net._layers:
-        for t in layer._outputs:
+    for layer in net.layers:
+        for t in layer.outputs:
             for a, b in _unrelated(varies.get(t, frozenset()), uses):
                 problems.append(
                     f"{layer.describe()} mixes values from loops '{a.name}' and '{b.name}', "
@@ -277,7 +281,7 @@ def _check_placement(net: Network, analysis: Analysis, problems: list[str]) -> N
     """What must come from outside a loop does; outputs are outside every loop; iterators stay
     in bounds where that is known before running."""
     varies = analysis.varies
-    for loop in net._loops:
+    for loop in net.loops:
         outside: list[tuple[ILayer, int, str]] = []
         for it in loop.iterators:
             outside.append((it, 0, "the tensor an iterator reads"))
@@ -290,23 +294,24 @@ def _check_placement(net: Network, analysis: Analysis, problems: list[str]) -> N
             if out.stacked:
                 outside.append((out, 1, "a loop output's length"))
         for layer, index, role in outside:
-            t = layer._inputs[index] if index < len(layer._inputs) else None
+            t = layer.get_input(index) if index < layer.num_inputs else None
             if t is not None and loop in varies[t]:
                 problems.append(
                     f"{layer.describe()}: input {index} (tensor '{t.name}') is computed inside "
                     f"loop '{loop.name}', but {role} must come from outside the loop"
                 )
         _check_static_bounds(loop, analysis, problems)
-    for t in net._outputs:
+    outputs = net.outputs
+    for t in outputs:
         inner = analysis.scope.get(t) if t.producer is not None else None
         if inner is not None:
             problems.append(
                 f"network output '{t.name}' is computed inside loop '{inner.name}'; values "
                 "leave a loop only through a loop output layer"
             )
-    names = [t.name for t in net._outputs]
+    names = [t.name for t in outputs]
     clashes = {n for n in names if names.count(n) > 1} | (
-        set(names) & {t.name for t in net._inputs if not t.is_network_output}
+        set(names) & {t.name for t in net.inputs if not t.is_network_output}
     )
     if clashes:
         problems.append(f"network outputs need names of their own; {sorted(clashes)} are shared")
@@ -314,7 +319,7 @@ def _check_placement(net: Network, analysis: Analysis, problems: list[str]) -> N
 
 def _check_static_bounds(loop: ILoop, analysis: Analysis, problems: list[str]) -> None:
     limit = loop.trip_limits.get(TripLimit.COUNT)
-    value = None if limit is None else static_value(limit._input(0))
+    value = None if limit is None else static_value(limit.tensor)
     if TripLimit.WHILE in loop.trip_limits:
         value = None  # the WHILE limit may stop the loop first: the run checks it
     count = None if value is None else int(value)
@@ -323,12 +328,12 @@ def _check_static_bounds(loop: ILoop, analysis: Analysis, problems: list[str]) -
         if isinstance(length, int) and count is not None and count > length:
             problems.append(
                 f"{it.describe()} would read {count} slices along axis {it.axis} of "
-                f"tensor '{it._input(0).name}', which has {length}; iterating past a tensor's "
+                f"tensor '{it.source.name}', which has {length}; iterating past a tensor's "
                 "bounds is invalid"
             )
     trips = analysis.static_trip_count(loop)
     for out in loop.outputs:
-        length_t = out._inputs[1] if out.stacked and len(out._inputs) > 1 else None
+        length_t = out.get_input(1) if out.stacked and out.num_inputs > 1 else None
         value = None if length_t is None else static_value(length_t)
         if trips is not None and value is not None and int(value) < trips:
             problems.append(
@@ -343,7 +348,7 @@ def limit_reads(loop: ILoop, analysis: Analysis) -> set[IIteratorLayer]:
         return set()
     found: set[IIteratorLayer] = set()
     seen: set[ITensor] = set()
-    todo = [limit._input(0)]
+    todo = [limit.tensor]
     while todo:
         t = todo.pop()
         if t in seen or loop not in analysis.varies.get(t, frozenset()):

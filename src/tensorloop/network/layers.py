@@ -1,9 +1,9 @@
-"""Tensors and layers of a network: ITensor, ILayer, IConstantLayer and the helpers of _emit.
+"""Tensors and layers of a network: ITensor, ILayer, IConstantLayer and the helpers of emit.
 
-Each interior layer knows one thing: how to write itself as core ops (``_emit``). The network
+Each interior layer knows one thing: how to write itself as core ops (``emit``). The network
 types a layer by emitting it into a scratch graph, and ``to_model`` emits it for real, so the
 shape rules live in one place, the core ops' type rules, plus the few rules TensorRT adds
-(equal ranks for broadcasting, one softmax axis), which ``_emit`` checks.
+(equal ranks for broadcasting, one softmax axis), which ``emit`` checks.
 """
 
 from __future__ import annotations
@@ -58,6 +58,11 @@ class ITensor:
         self._input_type = input_type
 
     @property
+    def network(self) -> Network:
+        """The network the tensor belongs to."""
+        return self._network
+
+    @property
     def name(self) -> str:
         return self._name
 
@@ -73,7 +78,7 @@ class ITensor:
         if self._input_type is not None:
             return self._input_type
         assert self.producer is not None
-        return self._network._output_types(self.producer)[self.index]
+        return self._network.output_types(self.producer)[self.index]
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -92,7 +97,7 @@ class ITensor:
 
     @property
     def is_network_output(self) -> bool:
-        return any(t is self for t in self._network._outputs)
+        return any(t is self for t in self._network.outputs)
 
     def __repr__(self) -> str:
         return f"<ITensor '{self.name}': {self.type}>"
@@ -124,10 +129,10 @@ class Setting(Generic[T]):
         old = getattr(obj, self.slot)
         setattr(obj, self.slot, value)
         try:
-            obj._network._changed(obj)
+            obj.network.retype(obj)
         except NetworkError:
             setattr(obj, self.slot, old)
-            obj._network._types.clear()
+            obj.network.clear_types()
             raise
 
 
@@ -147,13 +152,18 @@ class ILayer:
     ) -> None:
         self._network = network
         self._inputs: list[ITensor | None] = list(inputs)
-        self._name = network._layer_name(self.type)
+        self._name = network.unique_name(self.type.value)
         self._outputs = [
             ITensor(network, _output_name(self._name, i), self, i) for i in range(num_outputs)
         ]
         for i, t in enumerate(self._inputs):
             if t is not None:
-                network._check_tensor(t, f"{self.describe()} input {i}")
+                network.check_tensor(t, f"{self.describe()} input {i}")
+
+    @property
+    def network(self) -> Network:
+        """The network the layer belongs to."""
+        return self._network
 
     @property
     def name(self) -> str:
@@ -202,28 +212,30 @@ class ILayer:
                 f"{self.describe()}: cannot set input {index}; it takes inputs 0 to "
                 f"{self.max_inputs - 1}"
             )
-        self._network._check_tensor(tensor, f"{self.describe()} input {index}")
+        self._network.check_tensor(tensor, f"{self.describe()} input {index}")
         before = list(self._inputs)
         self._inputs.extend([None] * (index + 1 - len(self._inputs)))
         self._inputs[index] = tensor
         try:
-            self._network._changed(self)
+            self._network.retype(self)
         except NetworkError:
             self._inputs = before
-            self._network._types.clear()
+            self._network.clear_types()
             raise
 
     def describe(self) -> str:
         return f"{self.type.value} layer '{self._name}'"
 
-    def _input(self, index: int) -> ITensor:
+    def required_input(self, index: int) -> ITensor:
+        """Input ``index``, which must be set (a NetworkError says so otherwise)."""
         t = self._inputs[index] if index < len(self._inputs) else None
         if t is None:
             raise NetworkError(f"{self.describe()}: input {index} is not set")
         return t
 
-    def _infer(self, types: list[TensorType | None]) -> list[TensorType]:
-        """Output types from input types: by emitting into a scratch graph."""
+    def infer_types(self, types: list[TensorType | None]) -> list[TensorType]:
+        """Output types from input types (None for an unset input or a back edge): by emitting
+        into a scratch graph."""
         from ..ir.graph import Graph
 
         scratch = Graph("scratch")
@@ -237,9 +249,10 @@ class ILayer:
                 args.append(em.const(value))
             else:
                 args.append(scratch.add_input(f"in{i}", t))
-        return [v.tensor_type for v in self._emit(em, args)]
+        return [v.tensor_type for v in self.emit(em, args)]
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+        """The layer as core ops added with ``em``, given its inputs' values; its outputs."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -250,7 +263,7 @@ def _output_name(layer: str, index: int) -> str:
     return f"{layer}_output{index or ''}"
 
 
-# -- helpers for _emit ----------------------------------------------------------------------------
+# -- helpers for emit ----------------------------------------------------------------------------
 def required_arg(args: list[Value | None], index: int) -> Value:
     v = args[index] if index < len(args) else None
     assert v is not None, "the network checks required inputs before emitting"
@@ -326,7 +339,7 @@ class IConstantLayer(ILayer):
     def shape(self) -> tuple[int, ...]:
         return tuple(self._weights.shape)
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         return [em.op("Constant", [], {"value": self._weights})]
 
 

@@ -55,6 +55,11 @@ class ILoop:
         self.outputs: list[ILoopOutputLayer] = []
 
     @property
+    def network(self) -> Network:
+        """The network the loop belongs to."""
+        return self._network
+
+    @property
     def boundary_layers(self) -> list[ILoopBoundaryLayer]:
         return [*self.trip_limits.values(), *self.iterators, *self.recurrences, *self.outputs]
 
@@ -67,26 +72,26 @@ class ILoop:
                 f"loop '{self.name}' already has a {kind.name} trip limit "
                 f"('{self.trip_limits[kind].name}'); a loop takes at most one of each kind"
             )
-        layer = self._network._add(ITripLimitLayer(self, tensor, kind))
+        layer = self._network.add_layer(ITripLimitLayer(self, tensor, kind))
         self.trip_limits[kind] = layer
         return layer
 
     def add_iterator(self, tensor: ITensor, axis: int = 0, reverse: bool = False) -> IIteratorLayer:
-        layer = self._network._add(IIteratorLayer(self, tensor, axis, reverse))
+        layer = self._network.add_layer(IIteratorLayer(self, tensor, axis, reverse))
         self.iterators.append(layer)
         return layer
 
     def add_recurrence(self, initial: ITensor) -> IRecurrenceLayer:
         """Its output is ``initial`` on the first iteration, then what ``set_input(1, next)``
         gave on the iteration before."""
-        layer = self._network._add(IRecurrenceLayer(self, initial))
+        layer = self._network.add_layer(IRecurrenceLayer(self, initial))
         self.recurrences.append(layer)
         return layer
 
     def add_loop_output(self, tensor: ITensor, kind: LoopOutput, axis: int = 0) -> ILoopOutputLayer:
         """LAST_VALUE of a recurrence, or every iteration's value stacked on a new ``axis``
         (CONCATENATE, REVERSE), which also needs its length: ``set_input(1, length)``."""
-        layer = self._network._add(ILoopOutputLayer(self, tensor, kind, axis))
+        layer = self._network.add_layer(ILoopOutputLayer(self, tensor, kind, axis))
         self.outputs.append(layer)
         return layer
 
@@ -97,7 +102,7 @@ class ILoop:
 class ILoopBoundaryLayer(ILayer):
     def __init__(self, loop: ILoop, inputs: list[ITensor | None], num_outputs: int = 1) -> None:
         self.loop = loop
-        super().__init__(loop._network, inputs, num_outputs)
+        super().__init__(loop.network, inputs, num_outputs)
 
     def get_loop(self) -> ILoop:
         return self.loop
@@ -119,7 +124,12 @@ class ITripLimitLayer(ILoopBoundaryLayer):
         self.kind = kind
         super().__init__(loop, [tensor], num_outputs=0)
 
-    def _infer(self, types: list[TensorType | None]) -> list[TensorType]:
+    @property
+    def tensor(self) -> ITensor:
+        """What limits the loop: the trip count (COUNT) or the continue condition (WHILE)."""
+        return self.required_input(0)
+
+    def infer_types(self, types: list[TensorType | None]) -> list[TensorType]:
         t = types[0]
         assert t is not None
         if self.kind is TripLimit.WHILE:
@@ -146,20 +156,25 @@ class IIteratorLayer(ILoopBoundaryLayer):
         return self._axis % rank
 
     @property
+    def source(self) -> ITensor:
+        """The tensor it walks, one slice per iteration."""
+        return self.required_input(0)
+
+    @property
     def source_axis(self) -> int:
         """The axis of the input tensor it walks, in [0, rank)."""
-        rank = self._input(0).type.rank
+        rank = self.source.type.rank
         assert rank is not None, "network tensors always have a known rank"
         return self.normalized_axis(rank)
 
     @property
     def source_length(self) -> Dim:
         """How many slices the input holds: an int, or a symbol known only at run time."""
-        shape = self._input(0).type.shape
+        shape = self.source.type.shape
         assert shape is not None
         return shape[self.source_axis]
 
-    def _infer(self, types: list[TensorType | None]) -> list[TensorType]:
+    def infer_types(self, types: list[TensorType | None]) -> list[TensorType]:
         t = types[0]
         assert t is not None and t.shape is not None
         if not t.shape:
@@ -176,7 +191,17 @@ class IRecurrenceLayer(ILoopBoundaryLayer):
     def __init__(self, loop: ILoop, initial: ITensor) -> None:
         super().__init__(loop, [initial])
 
-    def _infer(self, types: list[TensorType | None]) -> list[TensorType]:
+    @property
+    def initial(self) -> ITensor:
+        """Its value on the first iteration (input 0)."""
+        return self.required_input(0)
+
+    @property
+    def next_value(self) -> ITensor:
+        """Its value on the next iteration (input 1, which must be set)."""
+        return self.required_input(1)
+
+    def infer_types(self, types: list[TensorType | None]) -> list[TensorType]:
         t = types[0]
         assert t is not None
         return [t]
@@ -189,11 +214,11 @@ class IRecurrenceLayer(ILoopBoundaryLayer):
     def check_next(self) -> None:
         """The second input must have the first's type: same element type and rank, and the
         same dims wherever both are known."""
-        first, nxt = self._input(0).type, self._input(1).type
+        first, nxt = self.initial.type, self.next_value.type
         if first.compatible(nxt) or nxt.compatible(first):
             return
         raise NetworkError(
-            f"{self.describe()}: input 1 (next value, tensor '{self._input(1).name}') is {nxt}, "
+            f"{self.describe()}: input 1 (next value, tensor '{self.next_value.name}') is {nxt}, "
             f"but input 0 (initial value) is {first}; the two must match"
         )
 
@@ -212,16 +237,26 @@ class ILoopOutputLayer(ILoopBoundaryLayer):
     def stacked(self) -> bool:
         return self.kind is not LoopOutput.LAST_VALUE
 
-    def _infer(self, types: list[TensorType | None]) -> list[TensorType]:
+    @property
+    def value(self) -> ITensor:
+        """The tensor whose last value (LAST_VALUE) or every iteration's value it outputs."""
+        return self.required_input(0)
+
+    @property
+    def length(self) -> ITensor:
+        """A stacked output's length (input 1, which must be set)."""
+        return self.required_input(1)
+
+    def infer_types(self, types: list[TensorType | None]) -> list[TensorType]:
         t = types[0]
         assert t is not None and t.shape is not None
         if not self.stacked:
-            producer = self._input(0).producer
+            producer = self.value.producer
             if not (isinstance(producer, IRecurrenceLayer) and producer.loop is self.loop):
                 raise NetworkError(
                     f"{self.describe()}: a LAST_VALUE output's input must be the output of a "
                     f"recurrence layer of loop '{self.loop.name}', but tensor "
-                    f"'{self._input(0).name}' comes from "
+                    f"'{self.value.name}' comes from "
                     + ("a network input" if producer is None else producer.describe())
                 )
             return [t]
@@ -233,7 +268,7 @@ class ILoopOutputLayer(ILoopBoundaryLayer):
         length: Dim = UNKNOWN
         if len(types) > 1 and types[1] is not None:
             _scalar_of(self, types[1], "the length (input 1)", COUNT_TYPES)
-            value = static_value(self._input(1))
+            value = static_value(self.length)
             if value is not None:
                 length = max(int(value), 0)
         return [t.with_shape((*t.shape[: self._axis], length, *t.shape[self._axis :]))]

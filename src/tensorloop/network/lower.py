@@ -51,12 +51,12 @@ def lower(net: Network, name: str, max_iterations: int) -> Model:
     analysis = analyze(net)
     graph = Graph(name)
     top = _Env(analysis, graph, None, None, named=True)
-    for t in net._inputs:
+    for t in net.inputs:
         top.memo[t] = graph.add_input(t.name, t.type)
-    graph.set_outputs([top.value(t) for t in net._outputs])
+    graph.set_outputs([top.value(t) for t in net.outputs])
     fold_constants(graph)
     eliminate_dead_code(graph)
-    _name_outputs(graph, [t.name for t in net._outputs])
+    _name_outputs(graph, [t.name for t in net.outputs])
     return Model(graph, max_iterations=max_iterations)
 
 
@@ -105,8 +105,8 @@ class _Env:
         elif isinstance(layer, ILoopOutputLayer):
             _LoopLowering(self, layer.loop).emit()
         else:
-            args = [None if x is None else self.value(x) for x in layer._inputs]
-            for out, v in zip(layer._outputs, layer._emit(self.em, args), strict=True):
+            args = [None if x is None else self.value(x) for x in layer.inputs]
+            for out, v in zip(layer.outputs, layer.emit(self.em, args), strict=True):
                 self.bind(out, v)
         return self.memo[t]
 
@@ -183,7 +183,7 @@ class _LoopLowering:
         """Whether an iterator might run out before the trip limit stops the loop."""
         if not self.loop.iterators:
             return False
-        count = None if self.count is None else static_value(self.count._input(0))
+        count = None if self.count is None else static_value(self.count.tensor)
         if count is None:
             return True
         for it in self.loop.iterators:
@@ -198,40 +198,40 @@ class _LoopLowering:
         body = _Body(outer.analysis, graph, loop, outer)
         iteration = graph.add_input("iteration", ITERATION_TYPE)
         for rec in loop.recurrences:
-            out = rec._outputs[0]
+            out = rec.get_output(0)
             body.memo[out] = graph.add_input(out.name, out.type)
         trips = graph.add_input("trips", COUNTER_TYPE) if self.guarded else None
         if self.guarded and self.limit is not None:
             graph.add_input("running", FLAG_TYPE)
         for it in loop.iterators:
-            out = it._outputs[0]
+            out = it.get_output(0)
             body.memo[out] = graph.add_input(out.name, out.type)
 
         if self.limit is not None:
             following = _Shifted(body, loop, lambda b: self._next(b, body, iteration))
-            cond = following.value(self.limit._input(0))
+            cond = following.value(self.limit.tensor)
         else:
             cond = body.em.const(np.bool_(True))
-        carried = [body.value(rec._input(1)) for rec in loop.recurrences]
+        carried = [body.value(rec.next_value) for rec in loop.recurrences]
         if trips is not None:
             carried.append(body.em.op("Add", [trips, body.em.ints(1)]))
             if self.limit is not None:
                 carried.append(cond)
         stacked = [o for o in loop.outputs if o.stacked]
-        graph.set_outputs([cond, *carried, *(body.value(o._input(0)) for o in stacked)])
+        graph.set_outputs([cond, *carried, *(body.value(o.value) for o in stacked)])
 
         em = outer.em
-        trip = None if self.count is None else _int64(outer, self.count._input(0))
+        trip = None if self.count is None else _int64(outer, self.count.tensor)
         first_cond = None
         if self.limit is not None:
             first = _Shifted(outer, loop, self._first)
-            first_cond = first.value(self.limit._input(0))
-        inits = [outer.value(rec._input(0)) for rec in loop.recurrences]
+            first_cond = first.value(self.limit.tensor)
+        inits = [outer.value(rec.initial) for rec in loop.recurrences]
         if self.guarded:
             inits.append(em.ints(0))
             if first_cond is not None:
                 inits.append(first_cond)
-        sources = [outer.value(it._input(0)) for it in loop.iterators]
+        sources = [outer.value(it.source) for it in loop.iterators]
         invariants = [outer.value(t) for t in body.invariants]
         attrs = {
             "body": graph,
@@ -254,16 +254,16 @@ class _LoopLowering:
             if o.stacked:
                 v = self._pad(o, stacked_values[stacked.index(o)])
             else:
-                producer = o._input(0).producer
+                producer = o.value.producer
                 assert isinstance(producer, IRecurrenceLayer)
                 v = finals[loop.recurrences.index(producer)]
-            outer.bind(o._outputs[0], v)
+            outer.bind(o.get_output(0), v)
 
     def _next(self, layer: IIteratorLayer | IRecurrenceLayer, body: _Body, i: Value) -> Value:
         """Iteration i+1's value, inside the body of iteration i."""
         if isinstance(layer, IRecurrenceLayer):
-            return body.value(layer._input(1))
-        em, src = body.em, body.value(layer._input(0))
+            return body.value(layer.next_value)
+        em, src = body.em, body.value(layer.source)
         axis = layer.source_axis
         last = em.op("Sub", [_axis_length(em, src, axis), em.ints(1)])
         # clamped: on the last slice the loop stops whatever this says, and the guard reports
@@ -276,14 +276,14 @@ class _LoopLowering:
     def _first(self, layer: IIteratorLayer | IRecurrenceLayer) -> Value:
         """Iteration 0's value, before the loop."""
         if isinstance(layer, IRecurrenceLayer):
-            return self.outer.value(layer._input(0))
-        em, src = self.outer.em, self.outer.value(layer._input(0))
+            return self.outer.value(layer.initial)
+        em, src = self.outer.em, self.outer.value(layer.source)
         axis = layer.source_axis
         length = _axis_length(em, src, axis)
         if length.constant is None or int(length.constant) == 0:
             message = (
                 f"{layer.describe()}: the WHILE limit reads its first slice, but tensor "
-                f"'{layer._input(0).name}' has length 0 along axis {axis}"
+                f"'{layer.source.name}' has length 0 along axis {axis}"
             )
             ok = em.op("Greater", [length, em.ints(0)])
             src = em.op("Check", [ok, src], {"message": message})
@@ -297,14 +297,14 @@ class _LoopLowering:
         em, reads = self.outer.em, limit_reads(self.loop, self.outer.analysis)
         for it in self.loop.iterators:
             axis = it.source_axis
-            length = _axis_length(em, self.outer.value(it._input(0)), axis)
+            length = _axis_length(em, self.outer.value(it.source), axis)
             bad = em.op("Equal", [trips, length])
             if trip is not None:
                 bad = em.op("And", [bad, em.op("Less", [trips, trip])])
             if running is not None and it not in reads:
                 bad = em.op("And", [bad, running])
             message = (
-                f"{it.describe()}: tensor '{it._input(0).name}' ran out of slices along axis "
+                f"{it.describe()}: tensor '{it.source.name}' ran out of slices along axis "
                 f"{axis} before the trip limit stopped the loop; iterating past a tensor's "
                 "bounds is invalid"
             )
@@ -313,7 +313,7 @@ class _LoopLowering:
 
     def _pad(self, o: ILoopOutputLayer, s: Value) -> Value:
         """The stacked rows, then zero rows up to the length (REVERSE: the zero rows first)."""
-        em, length_t = self.outer.em, o._input(1)
+        em, length_t = self.outer.em, o.length
         shape = s.tensor_type.shape
         assert shape is not None
         zero = np.zeros(1, s.tensor_type.dtype.numpy)

@@ -43,7 +43,7 @@ class IElementWiseLayer(ILayer):
         self._op = ElementWiseOperation(op)
         super().__init__(network, [a, b])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         a, b = required_arg(args, 0), required_arg(args, 1)
         check_same_ranks(self, [a, b])
         check_same_dtypes(self, [a, b])
@@ -75,7 +75,7 @@ class IActivationLayer(ILayer):
     def activation_type(self, kind: ActivationType) -> None:
         self.type_ = kind
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         x, kind = required_arg(args, 0), self._type_
         alpha, beta = float(self._alpha), float(self._beta)
         simple = {
@@ -115,7 +115,7 @@ class IUnaryLayer(ILayer):
         self._op = UnaryOperation(op)
         super().__init__(network, [x])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         return [em.op(self._op.value, [required_arg(args, 0)])]
 
 
@@ -136,7 +136,7 @@ class IMatrixMultiplyLayer(ILayer):
         self._op0, self._op1 = MatrixOperation(op0), MatrixOperation(op1)
         super().__init__(network, [a, b])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         a, b = required_arg(args, 0), required_arg(args, 1)
         check_same_dtypes(self, [a, b])
         ranks = [rank_of(a), rank_of(b)]
@@ -182,7 +182,7 @@ class IReduceLayer(ILayer):
         self._op, self._axes, self._keep_dims = ReduceOperation(op), int(axes), bool(keep_dims)
         super().__init__(network, [x])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         x = required_arg(args, 0)
         axes = axes_of(self, self._axes, rank_of(x))
         if not axes:
@@ -194,7 +194,7 @@ class ISelectLayer(ILayer):
     type = LayerType.SELECT
     max_inputs = 3
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         cond, a, b = required_arg(args, 0), required_arg(args, 1), required_arg(args, 2)
         check_same_ranks(self, [cond, a, b])
         return [em.op("Where", [cond, a, b])]
@@ -208,7 +208,7 @@ class ICastLayer(ILayer):
         self._to_type = dtype(to_type)
         super().__init__(network, [x])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         return [em.op("Cast", [required_arg(args, 0)], {"to": dtype(self._to_type)})]
 
 
@@ -222,7 +222,7 @@ class ISoftMaxLayer(ILayer):
         self._axes: int | None = None
         super().__init__(network, [x])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         x = required_arg(args, 0)
         rank = rank_of(x)
         axes = [rank - 1] if self._axes is None else axes_of(self, self._axes, rank)
@@ -244,7 +244,7 @@ class ITopKLayer(ILayer):
         self._op, self._k, self._axes = TopKOperation(op), int(k), int(axes)
         super().__init__(network, [x], num_outputs=2)
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         x = required_arg(args, 0)
         axes = axes_of(self, self._axes, rank_of(x))
         if len(axes) != 1:

@@ -14,7 +14,6 @@ from ..tensor.types import TensorType
 from .enums import (
     ActivationType,
     ElementWiseOperation,
-    LayerType,
     MatrixOperation,
     ReduceOperation,
     TopKOperation,
@@ -96,6 +95,16 @@ class Network:
     def loops(self) -> list[ILoop]:
         return list(self._loops)
 
+    @property
+    def inputs(self) -> list[ITensor]:
+        """The network inputs, in the order they were added."""
+        return list(self._inputs)
+
+    @property
+    def outputs(self) -> list[ITensor]:
+        """The tensors marked as outputs, in the order they were marked."""
+        return list(self._outputs)
+
     # -- building ---------------------------------------------------------------------------------
     def add_input(self, name: str, dtype: DTypeLike, shape: Sequence[int | str]) -> ITensor:
         """A network input; -1 marks a dim known only when the network runs (a str names it)."""
@@ -112,7 +121,7 @@ class Network:
         return tensor
 
     def mark_output(self, tensor: ITensor) -> None:
-        self._check_tensor(tensor, "mark_output")
+        self.check_tensor(tensor, "mark_output")
         if tensor.is_network_output:
             raise NetworkError(f"mark_output: tensor '{tensor.name}' is already an output")
         self._outputs.append(tensor)
@@ -121,18 +130,18 @@ class Network:
         self._outputs = [t for t in self._outputs if t is not tensor]
 
     def add_constant(self, shape: Sequence[int], weights: Any) -> IConstantLayer:
-        return self._add(IConstantLayer(self, shape, weights))
+        return self.add_layer(IConstantLayer(self, shape, weights))
 
     def add_elementwise(
         self, input1: ITensor, input2: ITensor, op: ElementWiseOperation
     ) -> IElementWiseLayer:
-        return self._add(IElementWiseLayer(self, input1, input2, op))
+        return self.add_layer(IElementWiseLayer(self, input1, input2, op))
 
     def add_activation(self, input: ITensor, type: ActivationType) -> IActivationLayer:
-        return self._add(IActivationLayer(self, input, type))
+        return self.add_layer(IActivationLayer(self, input, type))
 
     def add_unary(self, input: ITensor, op: UnaryOperation) -> IUnaryLayer:
-        return self._add(IUnaryLayer(self, input, op))
+        return self.add_layer(IUnaryLayer(self, input, op))
 
     def add_matrix_multiply(
         self,
@@ -141,10 +150,10 @@ class Network:
         input1: ITensor,
         op1: MatrixOperation,
     ) -> IMatrixMultiplyLayer:
-        return self._add(IMatrixMultiplyLayer(self, input0, op0, input1, op1))
+        return self.add_layer(IMatrixMultiplyLayer(self, input0, op0, input1, op1))
 
     def add_shuffle(self, input: ITensor) -> IShuffleLayer:
-        return self._add(IShuffleLayer(self, input))
+        return self.add_layer(IShuffleLayer(self, input))
 
     def add_slice(
         self,
@@ -153,42 +162,42 @@ class Network:
         shape: Sequence[int],
         stride: Sequence[int],
     ) -> ISliceLayer:
-        return self._add(ISliceLayer(self, input, start, shape, stride))
+        return self.add_layer(ISliceLayer(self, input, start, shape, stride))
 
     def add_concatenation(self, inputs: Sequence[ITensor]) -> IConcatenationLayer:
-        return self._add(IConcatenationLayer(self, inputs))
+        return self.add_layer(IConcatenationLayer(self, inputs))
 
     def add_reduce(
         self, input: ITensor, op: ReduceOperation, axes: int, keep_dims: bool
     ) -> IReduceLayer:
         """Reduce over the axes set in the bitmask ``axes`` (bit i is axis i)."""
-        return self._add(IReduceLayer(self, input, op, axes, keep_dims))
+        return self.add_layer(IReduceLayer(self, input, op, axes, keep_dims))
 
     def add_select(
         self, condition: ITensor, then_input: ITensor, else_input: ITensor
     ) -> ISelectLayer:
-        return self._add(ISelectLayer(self, [condition, then_input, else_input]))
+        return self.add_layer(ISelectLayer(self, [condition, then_input, else_input]))
 
     def add_gather(self, input: ITensor, indices: ITensor, axis: int) -> IGatherLayer:
-        return self._add(IGatherLayer(self, input, indices, axis))
+        return self.add_layer(IGatherLayer(self, input, indices, axis))
 
     def add_identity(self, input: ITensor) -> IIdentityLayer:
-        return self._add(IIdentityLayer(self, [input]))
+        return self.add_layer(IIdentityLayer(self, [input]))
 
     def add_cast(self, input: ITensor, to_type: DTypeLike) -> ICastLayer:
-        return self._add(ICastLayer(self, input, to_type))
+        return self.add_layer(ICastLayer(self, input, to_type))
 
     def add_softmax(self, input: ITensor) -> ISoftMaxLayer:
-        return self._add(ISoftMaxLayer(self, input))
+        return self.add_layer(ISoftMaxLayer(self, input))
 
     def add_topk(self, input: ITensor, op: TopKOperation, k: int, axes: int) -> ITopKLayer:
-        return self._add(ITopKLayer(self, input, op, k, axes))
+        return self.add_layer(ITopKLayer(self, input, op, k, axes))
 
     def add_shape(self, input: ITensor) -> IShapeLayer:
-        return self._add(IShapeLayer(self, [input]))
+        return self.add_layer(IShapeLayer(self, [input]))
 
     def add_loop(self) -> ILoop:
-        loop = ILoop(self, self._layer_name_for("loop"))
+        loop = ILoop(self, self.unique_name("loop"))
         self._loops.append(loop)
         return loop
 
@@ -207,34 +216,41 @@ class Network:
 
         return lower(self, name or self.name, max_iterations)
 
-    # -- internals --------------------------------------------------------------------------------
-    def _layer_name(self, kind: LayerType) -> str:
-        return self._layer_name_for(kind.value)
-
-    def _layer_name_for(self, stem: str) -> str:
+    # -- for the layers and loops: names, membership, typing ---------------------------------------
+    def unique_name(self, stem: str) -> str:
+        """A fresh name for a layer or loop: ``stem`` and its count so far (``relu_2``)."""
         self._counts[stem] += 1
         return f"{stem}_{self._counts[stem]}"
 
-    def _check_tensor(self, tensor: object, where: str) -> None:
-        if not isinstance(tensor, ITensor) or tensor._network is not self:
+    def check_tensor(self, tensor: object, where: str) -> None:
+        """Raise a NetworkError unless ``tensor`` is a tensor of this network."""
+        if not isinstance(tensor, ITensor) or tensor.network is not self:
             raise NetworkError(f"{where}: {tensor!r} is not a tensor of this network")
 
-    def _add(self, layer: L) -> L:
+    def add_layer(self, layer: L) -> L:
+        """Add a layer made for this network (what the add_* methods and ILoop's do), typing it
+        at once; a type error removes it again unless the layer's settings follow the add."""
         self._layers.append(layer)
         try:
-            self._output_types(layer)
+            self.output_types(layer)
         except NetworkError:
             if not layer.settings_follow:
                 self._layers.pop()
                 raise
         return layer
 
-    def _changed(self, layer: ILayer) -> None:
+    def retype(self, layer: ILayer) -> None:
         """A layer's inputs or settings changed: re-type, failing now if the layer cannot be."""
-        self._types.clear()
-        self._output_types(layer)
+        self.clear_types()
+        self.output_types(layer)
 
-    def _output_types(self, layer: ILayer) -> list[TensorType]:
+    def clear_types(self) -> None:
+        """Forget every layer's output types; each is inferred again when next asked for."""
+        self._types.clear()
+
+    def output_types(self, layer: ILayer) -> list[TensorType]:
+        """The types of ``layer``'s outputs (per iteration inside a loop), inferred on first use;
+        a NetworkError if the layer cannot be typed or depends on its own output."""
         known = self._types.get(layer)
         if known is not None:
             return known
@@ -249,10 +265,10 @@ class Network:
         try:
             types = [
                 None if t is None or i in layer.back_edge_inputs else t.type
-                for i, t in enumerate(layer._inputs)
+                for i, t in enumerate(layer.inputs)
             ]
             try:
-                out = layer._infer(types)
+                out = layer.infer_types(types)
             except NetworkError:
                 raise
             except GraphError as exc:

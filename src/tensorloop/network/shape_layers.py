@@ -45,7 +45,7 @@ class IShuffleLayer(ILayer):
         self._zero_is_placeholder = True
         super().__init__(network, [x])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         x = required_arg(args, 0)
         if self._first_transpose is not None:
             x = em.op("Transpose", [x], {"perm": [int(p) for p in self._first_transpose]})
@@ -110,7 +110,7 @@ class ISliceLayer(ILayer):
             out.append(list(values))
         return out
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         x = required_arg(args, 0)
         rank = rank_of(x)
         start, size, stride = self._params(em, args, rank)
@@ -210,7 +210,7 @@ class IConcatenationLayer(ILayer):
         self.max_inputs = len(inputs)
         super().__init__(network, inputs)
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         values = [required_arg(args, i) for i in range(len(args))]
         check_same_ranks(self, values)
         return [em.op("Concat", values, {"axis": self._axis})]
@@ -225,7 +225,7 @@ class IGatherLayer(ILayer):
         self._axis = int(axis)
         super().__init__(network, [x, indices])
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         return [
             em.op("Gather", [required_arg(args, 0), required_arg(args, 1)], {"axis": self._axis})
         ]
@@ -234,7 +234,7 @@ class IGatherLayer(ILayer):
 class IIdentityLayer(ILayer):
     type = LayerType.IDENTITY
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         return [em.op("Identity", [required_arg(args, 0)])]
 
 
@@ -243,5 +243,5 @@ class IShapeLayer(ILayer):
 
     type = LayerType.SHAPE
 
-    def _emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
+    def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
         return [em.op("Shape", [required_arg(args, 0)])]
