@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import tensorloop as tl
 from tensorloop import Graph, Sliced, Stacked, TensorType, Value
-from tensorloop.ir.control_flow import ITERATION_TYPE
+from tensorloop.ir.loop import ITERATION_TYPE
 from tensorloop.ir.emit import Emitter
 
 F64, I64, BOOL = "float64", "int64", "bool"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .backends.reference.interpreter import DEFAULT_MAX_ITERATIONS, TraceEntry
+from . import ops  # noqa: F401  (registers the built-in ops before anything looks one up)
+from .backends.runtime import DEFAULT_MAX_ITERATIONS, TraceEntry
 from .builder.loops import cond, fori_loop, scan, while_loop
 from .builder.ops import (
     abs,
@@ -80,8 +81,9 @@ from .errors import (
     VerificationError,
 )
 from .io import load, save
-from .ir.control_flow import Sliced, Stacked
+from .ir.branch import If
 from .ir.graph import Graph, Node, Value
+from .ir.loop import Loop, Sliced, Stacked
 from .model import Model, Outputs, Session
 from .tensor.dtypes import DType, dtype
 from .tensor.types import OptionalType, SequenceType, TensorType
@@ -95,7 +97,9 @@ __all__ = [
     "FormatError",
     "Graph",
     "GraphError",
+    "If",
     "InputError",
+    "Loop",
     "LoopLimitError",
     "Model",
     "NetworkError",

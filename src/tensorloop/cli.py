@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from .backends.reference.interpreter import DEFAULT_MAX_ITERATIONS
+from .backends.runtime import DEFAULT_MAX_ITERATIONS
 from .errors import InputError, TensorloopError
 from .io import load, save
-from .ir.control_flow import LoopLayout
 from .ir.graph import Graph
+from .ir.loop import Loop
 from .model import Model
 from .tensor.types import TensorType
 
@@ -165,16 +165,16 @@ def run(
 def _loop_tree(graph: Graph, tree: Tree) -> None:
     for node in graph.nodes:
         if node.op == "Loop":
-            lay = LoopLayout.of(node)
-            trip = "given" if node.inputs[0] is not None else "none"
-            cond = "given" if node.inputs[1] is not None else "none"
+            loop = Loop(node)
+            trip = "given" if loop.trip_count is not None else "none"
+            cond = "given" if loop.condition is not None else "none"
             label = (
                 f"[bold]Loop[/bold] {node.name or '(unnamed)'}: max_trip_count {trip}, "
-                f"initial_condition {cond}, {lay.num_carried} carried, {lay.num_sliced} "
-                f"sliced, {lay.num_invariant} invariant, {lay.num_stacked} stacked; "
-                f"body {len(node.attrs['body'].nodes)} nodes"
+                f"initial_condition {cond}, {len(loop.carried)} carried, {len(loop.sliced)} "
+                f"sliced, {len(loop.invariants)} invariant, {len(loop.stacked)} stacked; "
+                f"body {len(loop.body.nodes)} nodes"
             )
-            _loop_tree(node.attrs["body"], tree.add(label))
+            _loop_tree(loop.body, tree.add(label))
         elif node.subgraphs:
             branch = tree.add(f"[bold]{node.op}[/bold] {node.name or '(unnamed)'}")
             for key, sub in node.subgraphs.items():

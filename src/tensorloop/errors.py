@@ -45,3 +45,7 @@ class LoopLimitError(ExecutionError):
 
 class UnsupportedOpError(TensorloopError):
     """No definition or kernel is registered for an op."""
+
+
+class BackendError(TensorloopError):
+    """No backend of that name exists, or a backend was asked for something it cannot do."""

@@ -7,12 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .backends.reference.interpreter import (
-    DEFAULT_MAX_ITERATIONS,
-    Interpreter,
-    TraceEntry,
-    coerce_inputs,
-)
+from .backends.base import Backend, Executable, get_backend
+from .backends.runtime import DEFAULT_MAX_ITERATIONS, RunState, TraceEntry, coerce_inputs
 from .builder.tracing import Tensor, requested_name, root_graph
 from .errors import GraphError, InputError
 from .ir.graph import Graph, Node, Value, Variable, copy_node
@@ -46,9 +42,11 @@ class Session:
         inputs: Mapping[str, Any] | Sequence[Any] = (),
         *,
         trace: Iterable[str] = (),
+        backend: str | Backend | None = None,
     ) -> Outputs:
         """Run once; ``inputs`` by name or in input order. ``trace`` names body values to record
-        at every iteration (``outputs.trace[name]`` lists TraceEntry(iteration, value))."""
+        at every iteration (``outputs.trace[name]`` lists TraceEntry(iteration, value));
+        ``backend`` overrides the model's."""
         graph = self.model.graph
         names = list(trace)
         if names:
@@ -61,9 +59,13 @@ class Session:
             if unknown:
                 raise InputError(f"cannot trace {', '.join(unknown)}: no such value in the model")
         args = coerce_inputs(graph, inputs, where=f"model '{graph.name}'")
-        interp = Interpreter(self.model.max_iterations)
-        results = interp.run(graph, args, variables=self.state, trace=names)
-        return Outputs(dict(zip(self.model.output_names, results, strict=True)), interp.state.trace)
+        state = RunState(
+            variables=self.state,
+            max_iterations=self.model.max_iterations,
+            trace_names=frozenset(names),
+        )
+        results = self.model.prepared(backend).run(args, state)
+        return Outputs(dict(zip(self.model.output_names, results, strict=True)), state.trace)
 
 
 def _frozen(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -83,11 +85,23 @@ class Model:
         *,
         name: str = "model",
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        backend: str | Backend = "reference",
     ) -> None:
         self.graph = outputs if isinstance(outputs, Graph) else _extract(outputs, inputs, name)
         self.max_iterations = max_iterations
+        self.backend = get_backend(backend)
         verify(self.graph)
+        self._prepared: dict[str, Executable] = {}
         self._session = Session(self)
+
+    def prepared(self, backend: str | Backend | None = None) -> Executable:
+        """The graph prepared by ``backend`` (the model's own by default), once per backend."""
+        chosen = self.backend if backend is None else get_backend(backend)
+        executable = self._prepared.get(chosen.name)
+        if executable is None:
+            executable = chosen.prepare(self.graph)
+            executable = self._prepared.setdefault(chosen.name, executable)
+        return executable
 
     @property
     def input_names(self) -> list[str]:
@@ -111,10 +125,15 @@ class Model:
         return self._session.state
 
     def run(
-        self, inputs: Mapping[str, Any] | Sequence[Any] = (), *, trace: Iterable[str] = ()
+        self,
+        inputs: Mapping[str, Any] | Sequence[Any] = (),
+        *,
+        trace: Iterable[str] = (),
+        backend: str | Backend | None = None,
     ) -> Outputs:
-        """Run in the model's default session (persistent tensors carry over between runs)."""
-        return self._session.run(inputs, trace=trace)
+        """Run in the model's default session (persistent tensors carry over between runs);
+        ``backend`` (a name such as ``"reference"``) overrides the model's for this run."""
+        return self._session.run(inputs, trace=trace, backend=backend)
 
     def session(self) -> Session:
         """A new session with its own persistent state."""
@@ -174,22 +193,10 @@ def _extract(
     for _, node in graph.walk():
         if node.op in ("ReadVariable", "Assign"):
             node.attrs["variable"] = requested_name(node.attrs["variable"])
-    results: list[Value] = []
     for key, t in named:
-        v = mapping[t.value]
-        if v.name != key:
-            if key in graph._names or v in results or v.is_parameter:
-                if any(p.name == key for p in graph.inputs):
-                    raise GraphError(f"output name '{key}' is already the name of an input")
-                v = graph.add_node("Identity", [v], output_names=[key]).output
-                if v.name != key:
-                    raise GraphError(f"output name '{key}' is used twice")
-            else:
-                graph.rename(v, key)
-        elif v in results:
+        if any(o.name == key for o in graph.outputs):
             raise GraphError(f"output name '{key}' is used twice")
-        results.append(v)
-    graph.set_outputs(results)
+        graph.outputs.append(graph.result_named(mapping[t.value], key))
     return graph
 
 

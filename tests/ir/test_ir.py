@@ -62,8 +62,15 @@ def test_insert_before_and_clone_are_independent() -> None:
 def test_result_keeps_its_name_when_replaced() -> None:
     g, neg, ab = _chain()
     out_name = ab.output.name
-    ab.output.replace_all_uses_with(neg.output)
+    g.replace(ab.output, neg.output)
     assert g.outputs == [neg.output] and neg.output.name == out_name
+
+
+def test_replace_all_uses_with_rewires_only() -> None:
+    g, neg, ab = _chain()
+    names = (neg.output.name, ab.output.name)
+    ab.output.replace_all_uses_with(neg.output)
+    assert g.outputs == [neg.output] and (neg.output.name, ab.output.name) == names
 
 
 def test_construction_infers_types_and_names_the_node() -> None:

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError
-from ..ir.control_flow import CONDITION_TYPE, ITERATION_TYPE, Sliced, Stacked
+from ..ir.branch import If
 from ..ir.graph import Graph, Value
-from ..tensor.types import TensorType, Type
+from ..ir.loop import CONDITION_TYPE, ITERATION_TYPE, Loop, Sliced, Stacked
+from ..tensor.types import TensorType, Type, normalize_axis
 from .pytree import PyTree, flatten, unflatten
 from .tracing import (
     Frame,
@@ -117,9 +118,7 @@ def scan(
         t = src.value.tensor_type
         if t.shape is None:
             raise GraphError(f"tl.scan: xs leaf #{j} has unknown rank; its axis cannot be sliced")
-        if not -len(t.shape) <= axis < len(t.shape):
-            raise GraphError(f"tl.scan: axis {axis} is out of range for xs leaf #{j} of type {t}")
-        a = axis % len(t.shape)
+        a = normalize_axis(axis, len(t.shape), f"tl.scan: xs leaf #{j} of type {t}")
         if length is not None and isinstance(t.shape[a], int) and t.shape[a] != length:
             raise GraphError(
                 f"tl.scan: length={length} but xs leaf #{j} has {t.shape[a]} elements on axis {a}"
@@ -129,7 +128,7 @@ def scan(
         d
         for src in sources
         if (shape := src.value.tensor_type.shape) is not None
-        for d in [shape[axis % len(shape)]]
+        for d in [shape[normalize_axis(axis, len(shape))]]
         if isinstance(d, int)
     }
     if len(lengths) > 1:
@@ -252,9 +251,7 @@ def cond(
     for b in (then_b, else_b):
         _align_params(b, len(ops), captured)
     outs = emit_node(
-        "If",
-        [p, *ops, *(Tensor(v) for v in captured)],
-        {"then_branch": then_b.graph, "else_branch": else_b.graph},
+        "If", *If.operands(p, then_b.graph, else_b.graph, [*ops, *map(Tensor, captured)])
     )
     return unflatten(trees[0], outs)
 
@@ -283,8 +280,15 @@ def _emit_loop(
     sliced: tuple[Sliced, ...] = (),
     stacked: tuple[Stacked, ...] = (),
 ) -> list[Tensor]:
-    invariants = [Tensor(v) for v in body.captured]
-    attrs = {"body": body.graph, "num_carried": len(carried), "sliced": sliced, "stacked": stacked}
+    inputs, attrs = Loop.operands(
+        body.graph,
+        max_trip_count=trip,
+        initial_condition=first,
+        carried=carried,
+        sliced=list(zip(sources, sliced, strict=True)),
+        invariants=[Tensor(v) for v in body.captured],
+        stacked=stacked,
+    )
     # Named after its body ("scan_body" -> "scan", made unique) so errors say which loop it is.
     name = current_frame().graph.unique_name(body.graph.name.removesuffix("_body"))
-    return emit_node("Loop", [trip, first, *carried, *sources, *invariants], attrs, name=name)
+    return emit_node("Loop", inputs, attrs, name=name)

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.control_flow import ITERATION_TYPE, Sliced, Stacked
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Value
+from ..ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
 from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, Dim
 
@@ -419,17 +419,16 @@ def _loop(
             y = bem.op("Where", [keep, y, _zero(bem, y)])
     body.set_outputs([bem.const(np.array(True)), *new, *([y] if want_y else [])])
 
-    outs = em.ops(
-        "Loop",
-        [None, None, *initial, *sources, *invariants],
-        {
-            "body": body,
-            "num_carried": len(initial),
-            "sliced": tuple(slicing),
-            "stacked": (Stacked(time_axis, reverse),) if want_y else (),
-        },
+    loop = Loop.build(
+        em,
+        body,
+        carried=initial,
+        sliced=list(zip(sources, slicing, strict=True)),
+        invariants=invariants,
+        stacked=[Stacked(time_axis, reverse)] if want_y else [],
     )
-    last = outs[: len(initial)]
+    outs = loop.outputs
+    last = [c.final for c in loop.carried]
     if masks is not None and masks.nonempty is not None:
         # A row with no valid step reports a zero state, not its initial one, as OpenVINO and
         # onnxruntime do: its last output is the zero padding of Y.

@@ -20,6 +20,23 @@ class Emitter:
         self.anchor = anchor
         self.prefix = prefix
 
+    def node(
+        self,
+        op: str,
+        inputs: Sequence[Value | None],
+        attrs: Mapping[str, Any] | None = None,
+        name: str = "",
+        output_names: Sequence[str] | None = None,
+    ) -> Node:
+        return self.graph.add_node(
+            op,
+            inputs,
+            attrs,
+            name=name or self.prefix,
+            output_names=output_names,
+            before=self.anchor,
+        )
+
     def ops(
         self,
         op: str,
@@ -28,15 +45,7 @@ class Emitter:
         name: str = "",
         output_names: Sequence[str] | None = None,
     ) -> list[Value]:
-        node = self.graph.add_node(
-            op,
-            inputs,
-            attrs,
-            name=name or self.prefix,
-            output_names=output_names,
-            before=self.anchor,
-        )
-        return node.outputs
+        return self.node(op, inputs, attrs, name, output_names).outputs
 
     def op(
         self,

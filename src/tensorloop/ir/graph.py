@@ -64,18 +64,12 @@ class Value:
         return self.type
 
     def replace_all_uses_with(self, new: Value) -> None:
-        """Point every consumer of this value (and graph results) at ``new``.
-
-        A graph result keeps its name, since names are the model's output names: ``new`` takes
-        this value's name (and this value ``new``'s old one) unless ``new`` is already a parameter
-        or a result of the graph.
-        """
+        """Point every consumer of this value, and every graph result slot holding it, at
+        ``new``. Names do not move: ``Graph.replace`` is the rewrite that keeps them."""
         for use in list(self._uses):
             use.node.set_input(use.port, new)
         g = self.graph
         if g is not None and self in g.outputs:
-            if new.graph is g and new not in g.inputs and new not in g.outputs:
-                self.name, new.name = new.name, self.name
             g.outputs = [new if o is self else o for o in g.outputs]
 
     def __repr__(self) -> str:
@@ -195,6 +189,52 @@ class Graph:
         self._names.add(name)
         value.name = name
         return True
+
+    def _rename_away(self, value: Value) -> None:
+        """Give ``value`` a fresh name, freeing the one it had."""
+        fresh = self.unique_name(value.name)
+        self._names.discard(value.name)
+        value.name = fresh
+
+    def holder(self, name: str) -> Value | None:
+        """The parameter or node output of this graph named ``name``, if any."""
+        if name not in self._names:
+            return None
+        return next((v for v in self.values() if v.name == name), None)
+
+    def result_named(self, value: Value, name: str) -> Value:
+        """The value to list as the graph result ``name``: ``value`` renamed, or an Identity of
+        it where ``value`` cannot take the name (a parameter, or already a result). Results own
+        their names: an interior value holding ``name`` gives it up."""
+        if value.name == name:
+            return value
+        holder = self.holder(name)
+        if holder is not None:
+            if holder.is_parameter:
+                raise GraphError(f"output name '{name}' is already the name of an input")
+            if holder in self.outputs:
+                raise GraphError(f"output name '{name}' is used twice")
+            self._rename_away(holder)
+        if value.is_parameter or value in self.outputs or value.graph is not self:
+            return self.add_node("Identity", [value], output_names=[name]).output
+        self.rename(value, name)
+        return value
+
+    def replace(self, old: Value, new: Value) -> None:
+        """Make every consumer of ``old`` read ``new``. Names stay where users see them: a
+        result keeps its name (``result_named``), and an interior ``new`` freshly made by the
+        rewrite takes ``old``'s name, so traces and errors still find it."""
+        slots = [k for k, o in enumerate(self.outputs) if o is old]
+        name = old.name
+        for use in list(old._uses):
+            use.node.set_input(use.port, new)
+        if old.graph is self and not old.is_parameter:
+            self._rename_away(old)
+        if slots:
+            kept = self.result_named(new, name)
+            self.outputs = [kept if k in slots else o for k, o in enumerate(self.outputs)]
+        elif new.graph is self and not new.is_parameter and new not in self.outputs:
+            self.rename(new, name)
 
     def add_input(self, name: str, type: Type) -> Value:
         value = Value(self.unique_name(name), type, graph=self)

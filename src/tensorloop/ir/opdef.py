@@ -13,9 +13,26 @@ from ..tensor.dtypes import DType
 from ..tensor.types import TensorType, Type
 
 if TYPE_CHECKING:
-    from .graph import Value
+    from .graph import Graph, Node, Value
 
 REQUIRED: Any = object()
+
+VerifyHook = Callable[["Node", str, "Graph"], list[str]]
+"""``verify(node, where, root) -> problems``: an op's own structure checks, run by the verifier
+before the type rule (which is skipped when they find problems)."""
+
+
+@dataclass(frozen=True)
+class Roles:
+    """How an op's inputs group by role, for the text IR: ``Loop(max_trip_count=none, ...,
+    carried=[%a, %b])``. ``split`` groups flat inputs (singles, then lists); ``join`` gives the
+    flat inputs back with the attributes the grouping implies (``derived``, never printed)."""
+
+    singles: tuple[str, ...]
+    lists: tuple[str, ...]
+    split: Callable[[Sequence[Any], Mapping[str, Any]], dict[str, Any]]
+    join: Callable[[Mapping[str, Any]], tuple[list[Any], dict[str, Any]]]
+    derived: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -41,6 +58,8 @@ class OpDef:
     max_inputs: int | None = 1
     attrs: Mapping[str, AttrSpec] = field(default_factory=dict)
     doc: str = ""
+    verify: VerifyHook | None = None
+    roles: Roles | None = None
 
     def check_arity(self, count: int, where: str) -> None:
         hi = "any" if self.max_inputs is None else str(self.max_inputs)
@@ -100,36 +119,38 @@ def op(
     *,
     inputs: int | tuple[int, int | None] = 1,
     attrs: Mapping[str, AttrSpec] | None = None,
+    verify: VerifyHook | None = None,
+    roles: Roles | None = None,
 ) -> Callable[[Callable[[InferContext], list[Type]]], Callable[[InferContext], list[Type]]]:
-    """Register the type rule of op ``name``; ``inputs`` is a count or a (min, max|None) range."""
+    """Register the type rule of op ``name``; ``inputs`` is a count or a (min, max|None) range;
+    ``verify`` adds the op's own structure checks and ``roles`` its text-IR input groups."""
     lo, hi = (inputs, inputs) if isinstance(inputs, int) else inputs
 
     def register(fn: Callable[[InferContext], list[Type]]) -> Callable[[InferContext], list[Type]]:
         if name in _REGISTRY:
             raise GraphError(f"op '{name}' is defined twice")
-        _REGISTRY[name] = OpDef(name, fn, lo, hi, dict(attrs or {}), (fn.__doc__ or "").strip())
+        doc = (fn.__doc__ or "").strip()
+        _REGISTRY[name] = OpDef(name, fn, lo, hi, dict(attrs or {}), doc, verify, roles)
         return fn
 
     return register
 
 
 def get_opdef(name: str) -> OpDef:
-    _load_builtin_ops()
     try:
         return _REGISTRY[name]
     except KeyError:
         raise UnsupportedOpError(f"no op named '{name}' is defined") from None
 
 
+def find_opdef(name: str) -> OpDef | None:
+    """The definition of op ``name``, or None if no op of that name is registered."""
+    return _REGISTRY.get(name)
+
+
 def registered_ops() -> list[str]:
-    _load_builtin_ops()
+    """Every registered op; the built-in ones register when ``tensorloop`` is imported."""
     return sorted(_REGISTRY)
-
-
-def _load_builtin_ops() -> None:
-    # Import for the side effect of registration; done lazily so ir/ has no import cycle.
-    from .. import ops  # noqa: F401
-    from . import control_flow  # noqa: F401
 
 
 class InferContext:

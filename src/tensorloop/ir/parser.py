@@ -16,6 +16,7 @@ from ..errors import ParseError
 from ..tensor.dtypes import DType, int_range
 from ..tensor.types import UNKNOWN, Dim, OptionalType, SequenceType, TensorType, Type
 from .graph import Graph, Node, Value
+from .opdef import find_opdef
 from .printer import ATTR_RECORDS, floats_to_array, sigil_name
 
 _STRING = r'"(?:[^"\\\n]|\\.)*"'
@@ -217,7 +218,8 @@ class _Parser:
         if op.kind not in ("ident", "string"):
             self.fail("a node, 'var' or 'return'" if not outs else "an op name", op)
         self.expect("(")
-        inputs = self.items(")", lambda: self.input(scope, outer))
+        roles: dict[str, Any] = {}
+        inputs = self.items(")", lambda: self.operand(scope, outer, roles))
         attrs: dict[str, Any] = {}
 
         def attr() -> None:
@@ -239,6 +241,8 @@ class _Parser:
                 types.append(self.type())
             if len(types) != len(outs):
                 self.fail(f"{len(outs)} output types", colon, str(len(types)))
+        if roles:
+            inputs = self.join_roles(op, roles, inputs, attrs)
         name = ""
         if self.accept("loc", "ident"):
             self.expect("(")
@@ -262,6 +266,46 @@ class _Parser:
                 f"{tok.show()} already defined at line {first.line}, column {first.column}",
             )
         return tok
+
+    def operand(self, scope: Scope, outer: AbstractSet[str], roles: dict[str, Any]) -> Value | None:
+        """A positional input, or ``role=%v`` / ``role=[%a, %b]`` (recorded in ``roles``)."""
+        if not (self.peek().kind == "ident" and self.at("=", ahead=1)):
+            if roles:
+                self.fail("a role (name=...) after roles")
+            return self.input(scope, outer)
+        key = self.next()
+        if key.text in roles:
+            self.fail("a new role", key, f"role '{key.text}' given twice")
+        self.expect("=")
+        if self.accept("["):
+            roles[key.text] = self.items("]", lambda: self.input(scope, outer))
+        else:
+            roles[key.text] = self.input(scope, outer)
+        return None
+
+    def join_roles(
+        self, op: Token, roles: dict[str, Any], inputs: list[Value | None], attrs: dict[str, Any]
+    ) -> list[Value | None]:
+        """The flat inputs of a node written with roles; the attributes they imply join
+        ``attrs``."""
+        opdef = find_opdef(op.text)
+        spec = None if opdef is None else opdef.roles
+        if spec is None:
+            self.fail("positional inputs", op, f"roles for op '{op.text}', which has none")
+        if len(inputs) != len(roles):
+            self.fail("only roles", op, "positional inputs mixed with roles")
+        for key in roles:
+            if key not in spec.singles + spec.lists:
+                known = ", ".join(spec.singles + spec.lists)
+                self.fail(f"a role of {op.text} ({known})", op, f"role '{key}'")
+            if isinstance(roles[key], list) != (key in spec.lists):
+                self.fail(f"role '{key}' as {'a list' if key in spec.lists else 'one value'}", op)
+        flat, derived = spec.join(roles)
+        for key, value in derived.items():
+            if key in attrs:
+                self.fail(f"'{key}' implied by the roles only", op, f"attribute '{key}' given")
+            attrs[key] = value
+        return list(flat)
 
     def input(self, scope: Scope, outer: AbstractSet[str]) -> Value | None:
         return None if self.accept("none", "ident") else self.use(scope, outer)

@@ -14,8 +14,9 @@ import numpy as np
 from ..errors import GraphError
 from ..tensor.dtypes import DType, dtype
 from ..tensor.types import OptionalType, SequenceType, TensorType, Type
-from .control_flow import Sliced, Stacked
 from .graph import Graph, Node, Value
+from .loop import Sliced, Stacked
+from .opdef import Roles, find_opdef
 
 _BARE_NAME = re.compile(r"[A-Za-z0-9_.]+")
 _BARE_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -174,9 +175,21 @@ class _Printer:
             else quote(node.op)
         )
         text = f"{outs} = " if outs else ""
-        text += f"{op}({', '.join(ref(v) for v in node.inputs)})"
-        if node.attrs:
-            attrs = (f"{_key(k)} = {self.attr(node.attrs[k], indent)}" for k in sorted(node.attrs))
+        roles = _roles_of(node)
+        if roles is None:
+            text += f"{op}({', '.join(ref(v) for v in node.inputs)})"
+            keys = sorted(node.attrs)
+        else:  # inputs by role: Loop(max_trip_count=none, ..., carried=[%h])
+            groups = roles.split(node.inputs, node.attrs)
+            parts = [f"{k}={ref(groups[k])}" for k in roles.singles if groups[k] is not None]
+            parts += [
+                f"{k}=[{', '.join(ref(v) for v in groups[k])}]" for k in roles.lists if groups[k]
+            ]
+            parts = parts or [f"{roles.singles[0]}=none"]  # omitted roles are none or empty
+            text += f"{op}({', '.join(parts)})"
+            keys = sorted(set(node.attrs) - roles.derived)
+        if keys:
+            attrs = (f"{_key(k)} = {self.attr(node.attrs[k], indent)}" for k in keys)
             text += " {" + ", ".join(attrs) + "}"
         if node.outputs:
             text += " : " + ", ".join(format_type(v.type) for v in node.outputs)
@@ -232,6 +245,25 @@ class _Printer:
         else:
             items = [str(x) for x in flat.tolist()]
         return f"{head}[{', '.join(items)}]"
+
+
+def _roles_of(node: Node) -> Roles | None:
+    """The op's input roles, if it has them and they describe this node exactly (a malformed
+    node, whose inputs do not split by role, prints positionally)."""
+    opdef = find_opdef(node.op)
+    roles = None if opdef is None else opdef.roles
+    if roles is None:
+        return None
+    try:
+        flat, derived = roles.join(roles.split(node.inputs, node.attrs))
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+    same = len(flat) == len(node.inputs) and all(
+        a is b for a, b in zip(flat, node.inputs, strict=True)
+    )
+    if not same or any(k not in node.attrs or node.attrs[k] != derived[k] for k in derived):
+        return None  # the parser sets the derived attributes, so they must be there already
+    return roles
 
 
 def _string_item(x: object) -> str:

@@ -24,9 +24,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.control_flow import ITERATION_TYPE, Sliced, Stacked
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Value
+from ..ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
 from ..model import Model
 from ..passes import eliminate_dead_code, fold_constants
 from ..tensor.dtypes import DType
@@ -61,15 +61,10 @@ def lower(net: Network, name: str, max_iterations: int) -> Model:
 
 
 def _name_outputs(graph: Graph, names: list[str]) -> None:
-    """Each result under its tensor's name; an Identity gives one to a result that is an
-    input, is listed twice, or whose name another value holds."""
-    em, outputs = Emitter(graph), list(graph.outputs)
-    for i, (v, name) in enumerate(zip(outputs, names, strict=True)):
-        if v.name == name:
-            continue
-        if v in graph.inputs or v in outputs[:i] or not graph.rename(v, name):
-            outputs[i] = em.op("Identity", [v], output_name=name)
-    graph.set_outputs(outputs)
+    """Each result under its tensor's name (``Graph.result_named``)."""
+    outputs, graph.outputs = list(graph.outputs), []
+    for v, name in zip(outputs, names, strict=True):
+        graph.outputs.append(graph.result_named(v, name))
 
 
 class _Env:
@@ -233,17 +228,20 @@ class _LoopLowering:
                 inits.append(first_cond)
         sources = [outer.value(it.source) for it in loop.iterators]
         invariants = [outer.value(t) for t in body.invariants]
-        attrs = {
-            "body": graph,
-            "num_carried": len(inits),
-            "sliced": tuple(Sliced(it.source_axis, it.reverse) for it in loop.iterators),
-            "stacked": tuple(
-                Stacked(o.axis, reverse=o.kind is LoopOutput.REVERSE) for o in stacked
-            ),
-        }
-        outs = em.ops(
-            "Loop", [trip, first_cond, *inits, *sources, *invariants], attrs, name=loop.name
-        )
+        outs = Loop.build(
+            em,
+            graph,
+            max_trip_count=trip,
+            initial_condition=first_cond,
+            carried=inits,
+            sliced=[
+                (src, Sliced(it.source_axis, it.reverse))
+                for src, it in zip(sources, loop.iterators, strict=True)
+            ],
+            invariants=invariants,
+            stacked=[Stacked(o.axis, reverse=o.kind is LoopOutput.REVERSE) for o in stacked],
+            name=loop.name,
+        ).outputs
         k = len(loop.recurrences)
         results = [*outs[:k], *outs[len(inits) :]]
         if self.guarded:

@@ -1,5 +1,7 @@
 """Op definitions (meaning, attributes, type rules); importing this package registers them."""
 
+# The control-flow ops are defined beside their IR classes (ir/loop.py, ir/branch.py).
+from ..ir import branch, loop  # noqa: F401
 from . import (  # noqa: F401
     attention,
     conv,

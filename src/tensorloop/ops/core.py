@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.graph import Graph, Node
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType
 from ..tensor.types import TensorType, Type, tensor_type_of
@@ -34,17 +35,35 @@ def _check(ctx: InferContext) -> list[Type]:
     return [ctx.tensor(i) for i in range(1, len(ctx))]
 
 
+def _verify_variable(node: Node, where: str, root: Graph) -> list[str]:
+    """A variable op names a variable of the top-level graph and reads or writes its type."""
+    name = node.attrs.get("variable")
+    var = root.variables.get(str(name))
+    if var is None:
+        return [f"{where}: no variable '{name}' in graph '{root.name}'"]
+    actual = (
+        node.outputs[0].type
+        if node.op == "ReadVariable"
+        else (node.inputs[0].type if node.inputs and node.inputs[0] is not None else None)
+    )
+    what = "reads" if node.op == "ReadVariable" else "assigns"
+    if actual is None or not var.type.compatible(actual):
+        return [f"{where}: {what} variable '{name}' as {actual}, it holds {var.type}"]
+    return []
+
+
 @op(
     "ReadVariable",
     inputs=0,
     attrs={"variable": AttrSpec(str), "type": AttrSpec(TensorType, doc="the variable's type")},
+    verify=_verify_variable,
 )
 def _read_variable(ctx: InferContext) -> list[Type]:
     """The current value of a persistent variable of the top-level graph."""
     return [ctx.attr("type")]
 
 
-@op("Assign", attrs={"variable": AttrSpec(str)})
+@op("Assign", attrs={"variable": AttrSpec(str)}, verify=_verify_variable)
 def _assign(ctx: InferContext) -> list[Type]:
     """Store its input into a persistent variable; later runs read the stored value."""
     ctx.tensor(0)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.base import Backend, get_backend
 from ..errors import TensorloopError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value
@@ -41,9 +42,11 @@ def _static_size(t: Type) -> int | None:
     return math.prod(int(d) for d in t.shape)  # type: ignore[arg-type]
 
 
-def folded_values(node: Node) -> list[np.ndarray[Any, Any]] | None:
+def folded_values(
+    node: Node, backend: str | Backend = "reference"
+) -> list[np.ndarray[Any, Any]] | None:
     """The outputs of ``node`` if they are known without running the graph, else None: all its
-    inputs are constants, or it is Shape/Size of a tensor whose shape is static."""
+    inputs are constants (evaluated by ``backend``), or it is Shape/Size of a static shape."""
     if node.op in NOT_FOLDABLE or node.subgraphs or has_side_effects(node):
         return None
     sizes = [_static_size(o.type) for o in node.outputs]
@@ -57,20 +60,18 @@ def folded_values(node: Node) -> list[np.ndarray[Any, Any]] | None:
     args = [None if v is None else v.constant for v in node.inputs]
     if any(a is None for a, v in zip(args, node.inputs, strict=True) if v is not None):
         return None
-    from ..backends.reference.interpreter import Interpreter
-
     try:
         with np.errstate(all="ignore"):
-            outs = Interpreter().run_node(node, args)
+            outs = get_backend(backend).evaluate(node, args)
     except TensorloopError:
         return None  # a failure is the run's to report, with the run's inputs
     return [np.asarray(o) for o in outs]
 
 
-def fold_node(node: Node) -> list[Value] | None:
+def fold_node(node: Node, backend: str | Backend = "reference") -> list[Value] | None:
     """Replace ``node`` by Constants of its outputs when they are known; the Constants' values
     (named as the outputs were), or None if the node stays."""
-    values = folded_values(node)
+    values = folded_values(node, backend)
     graph = node.graph
     if values is None or graph is None:
         return None
@@ -80,25 +81,25 @@ def fold_node(node: Node) -> list[Value] | None:
         data = np.array(data, copy=True)
         data.setflags(write=False)
         const = em.op("Constant", [], {"value": data})
-        out.replace_all_uses_with(const)
-        if out in graph.outputs:
-            graph.outputs = [const if o is out else o for o in graph.outputs]
+        graph.replace(out, const)  # the constant takes the output's name, results keep theirs
         consts.append(const)
-    graph.erase(node)  # frees the outputs' names for the constants that replace them
-    for out, const in zip(node.outputs, consts, strict=True):
-        graph.rename(const, out.name)
+    graph.erase(node)
     return consts
 
 
 class FoldConstants(Pass):
-    """Evaluate every node whose inputs are constants (and Shape/Size of static shapes)."""
+    """Evaluate every node whose inputs are constants (and Shape/Size of static shapes), on
+    ``backend`` (through the backend boundary, like any run)."""
 
     name = "fold_constants"
+
+    def __init__(self, backend: str | Backend = "reference") -> None:
+        self.backend = backend
 
     def run(self, graph: Graph) -> PassResult:
         changed = False
         for _, node in list(graph.walk()):
-            changed |= fold_node(node) is not None
+            changed |= fold_node(node, self.backend) is not None
         return PassResult(graph, changed)
 
 

@@ -175,3 +175,12 @@ def scalar(dtype_: DTypeLike) -> TensorType:
 
 def shape_str(shape: Sequence[Dim] | None) -> str:
     return "[*]" if shape is None else f"[{','.join(str(d) for d in shape)}]"
+
+
+def normalize_axis(axis: int, rank: int, where: str = "") -> int:
+    """``axis`` in [-rank, rank) mapped to [0, rank); a GraphError naming ``where`` otherwise.
+    The one place that normalizes axes: type rules, kernels, formats and passes all call it."""
+    if not -rank <= axis < rank:
+        prefix = f"{where}: " if where else ""
+        raise GraphError(f"{prefix}axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis

@@ -9,7 +9,8 @@ from ...errors import GraphError, UnsupportedOpError
 
 if TYPE_CHECKING:
     from ...ir.graph import Node
-    from .interpreter import Interpreter
+    from ..base import BodyRunner
+    from ..runtime import RunState
 
 Kernel = Callable[..., Any]
 """``fn(ctx, *inputs) -> value``, or a tuple with one value per output (None for no outputs)."""
@@ -46,14 +47,18 @@ def kernel_ops() -> list[str]:
 
 
 class KernelContext:
-    """What a kernel sees: the node, its resolved attributes and the running interpreter."""
+    """What a kernel sees: the node, its resolved attributes, the run's state, and how to run a
+    body or branch (``run_graph``, supplied by the backend running the node)."""
 
-    __slots__ = ("attrs", "interpreter", "node")
+    __slots__ = ("attrs", "node", "run_graph", "state")
 
-    def __init__(self, node: Node, attrs: dict[str, Any], interpreter: Interpreter) -> None:
+    def __init__(
+        self, node: Node, attrs: dict[str, Any], run_graph: BodyRunner, state: RunState
+    ) -> None:
         self.node = node
         self.attrs = attrs
-        self.interpreter = interpreter
+        self.run_graph = run_graph
+        self.state = state
 
     def attr(self, key: str) -> Any:
         return self.attrs[key]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import FormatError
-from ...ir.control_flow import CONDITION_TYPE, ITERATION_TYPE, Sliced, Stacked, normalize_axis
+from ...ir.branch import If
 from ...ir.emit import Emitter
 from ...ir.graph import Graph, Value, copy_node
+from ...ir.loop import CONDITION_TYPE, ITERATION_TYPE, Loop, Sliced, Stacked
 from ...passes import eliminate_dead_code
 from ...tensor.dtypes import DType
-from ...tensor.types import OptionalType, TensorType, Type
+from ...tensor.types import OptionalType, TensorType, Type, normalize_axis
 from .convert import NodeContext, converter
 
 # Carried types widen when the body changes them (a growing tensor, say); a few rounds suffice,
@@ -125,16 +126,15 @@ def _loop(ctx: NodeContext) -> list[Value]:
         body.inputs.remove(cond_param)
         carried = list(initial)
         body.set_outputs([cond_out, *body.outputs[1:]])
-    node_outs = ctx.op(
-        "Loop",
-        [trip, cond, *carried, *captured],
-        {
-            "body": body,
-            "num_carried": len(carried),
-            "stacked": tuple(Stacked(0) for _ in scans),
-        },
-        num_outputs=len(carried) + len(scans),
+    inputs, attrs = Loop.operands(
+        body,
+        max_trip_count=trip,
+        initial_condition=cond,
+        carried=carried,
+        invariants=captured,
+        stacked=[Stacked(0) for _ in scans],
     )
+    node_outs = ctx.op("Loop", inputs, attrs, num_outputs=len(carried) + len(scans))
     outs = list(node_outs[1:] if uses_cond else node_outs)
     # ONNX types a Loop output as the body yields it: an optional the body fills is its value.
     yielded = [body.outputs[-len(scans) - k + j].type for j in range(k)]
@@ -196,17 +196,16 @@ def _scan_loop(
     em = Emitter(body)
     always = em.const(np.bool_(True))
     body.set_outputs([always, *body.outputs])
-    return ctx.op(
-        "Loop",
-        [None, None, *states, *scanned, *captured],
-        {
-            "body": body,
-            "num_carried": n,
-            "sliced": tuple(Sliced(a, bool(d)) for a, d in zip(in_axes, in_dirs, strict=True)),
-            "stacked": tuple(stacked),
-        },
-        num_outputs=n + len(scans),
+    inputs, attrs = Loop.operands(
+        body,
+        carried=states,
+        sliced=[
+            (src, Sliced(a, bool(d))) for src, a, d in zip(scanned, in_axes, in_dirs, strict=True)
+        ],
+        invariants=captured,
+        stacked=stacked,
     )
+    return ctx.op("Loop", inputs, attrs, num_outputs=n + len(scans))
 
 
 @converter("Scan", since=9)
@@ -252,17 +251,13 @@ def _scan8(ctx: NodeContext) -> list[Value]:
     em = Emitter(outer)
     outer.set_outputs([em.const(np.bool_(True)), *outs])
     captured = [o for o, _ in inner_scope.captures]
-    return ctx.op(
-        "Loop",
-        [None, None, *values, *captured],
-        {
-            "body": outer,
-            "num_carried": 0,
-            "sliced": tuple(Sliced(0) for _ in values),
-            "stacked": tuple(Stacked(0) for _ in outs),
-        },
-        num_outputs=len(outs),
+    inputs, attrs = Loop.operands(
+        outer,
+        sliced=[(v, Sliced(0)) for v in values],
+        invariants=captured,
+        stacked=[Stacked(0) for _ in outs],
     )
+    return ctx.op("Loop", inputs, attrs, num_outputs=len(outs))
 
 
 @converter("If", since=1)
@@ -288,9 +283,5 @@ def _if(ctx: NodeContext) -> list[Value]:
     for g, caps in ((then_g, then_caps), (else_g, else_caps)):
         by_outer = dict(zip(caps, g.inputs, strict=True))
         g.inputs = [by_outer[v] if v in by_outer else g.add_input(v.name, v.type) for v in captured]
-    return ctx.op(
-        "If",
-        [cond, *captured],
-        {"then_branch": then_g, "else_branch": else_g},
-        num_outputs=len(then_g.outputs),
-    )
+    inputs, attrs = If.operands(cond, then_g, else_g, captured)
+    return ctx.op("If", inputs, attrs, num_outputs=len(then_g.outputs))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.control_flow import ITERATION_TYPE
 from ...ir.emit import Emitter
 from ...ir.graph import Value
+from ...ir.loop import ITERATION_TYPE, Loop
 from ...tensor.types import SequenceType, TensorType, Type
 from .convert import NodeContext, converter
 
@@ -42,9 +42,10 @@ def _sequence_map(ctx: NodeContext) -> list[Value]:
     body.inputs = [iteration, *accs, *params, *caps]
     body.set_outputs([tail.const(np.bool_(True)), *nexts])
     empties = [ctx.op1("SequenceEmpty", [], {"dtype": r.tensor_type.dtype}) for r in results]
-    return ctx.op(
-        "Loop",
-        [ctx.op1("SequenceLength", [inputs[0]]), None, *empties, *inputs, *captured],
-        {"body": body, "num_carried": len(results)},
-        num_outputs=len(results),
+    loop_inputs, attrs = Loop.operands(
+        body,
+        max_trip_count=ctx.op1("SequenceLength", [inputs[0]]),
+        carried=empties,
+        invariants=[*inputs, *captured],
     )
+    return ctx.op("Loop", loop_inputs, attrs, num_outputs=len(results))

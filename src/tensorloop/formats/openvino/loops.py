@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...ir.control_flow import ITERATION_TYPE, Sliced, Stacked
 from ...ir.emit import Emitter
 from ...ir.graph import Graph, Value
+from ...ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
 from ...tensor.dtypes import DType
 from .convert import LayerContext, Source, converter
 from .ir import Layer, PortMapEntry
@@ -257,24 +257,18 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
     ]
     g.set_outputs([cond, *(n for _, _, n in all_carried), *(r for r, _ in stacked)])
 
-    node_outs = em.ops(
-        "Loop",
-        [
-            trip,
-            first,
-            *(i for i, _, _ in all_carried),
-            *(s for s, _, _, _ in sliced),
-            *(v for v, _ in invariants),
-        ],
-        {
-            "body": g,
-            "num_carried": len(all_carried),
-            "sliced": tuple(Sliced(a, r) for _, _, r, a in sliced),
-            "stacked": tuple(st for _, st in stacked),
-        },
+    loop = Loop.build(
+        em,
+        g,
+        max_trip_count=trip,
+        initial_condition=first,
+        carried=[i for i, _, _ in all_carried],
+        sliced=[(s, Sliced(a, r)) for s, _, r, a in sliced],
+        invariants=[v for v, _ in invariants],
+        stacked=[st for _, st in stacked],
     )
-    finals = node_outs[: len(all_carried)]
-    stacks = node_outs[len(all_carried) :]
+    finals = [c.final for c in loop.carried]
+    stacks = [s.output for s in loop.stacked]
     results: list[Value] = []
     for kind, j in outputs:
         if kind == "carried":

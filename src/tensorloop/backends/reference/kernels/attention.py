@@ -167,7 +167,7 @@ def modified(ctx: KernelContext, key: str, x: Array, captured: tuple[Array, ...]
     graph: Graph | None = ctx.attr(key)
     if graph is None:
         return x
-    (out,) = ctx.interpreter.run_graph(graph, [x, *captured])
+    (out,) = ctx.run_graph(graph, [x, *captured])
     out = np.asarray(out)
     if out.shape != x.shape or out.dtype != x.dtype:
         raise fail(

@@ -7,24 +7,20 @@ from typing import Any
 
 import numpy as np
 
-from ....errors import ExecutionError, LoopLimitError, TensorloopError
-from ....ir.control_flow import LoopLayout, Sliced, Stacked, normalize_axis, result_types_for
-from ....ir.graph import Graph
-from ....tensor.types import TensorType, Type
+from ....errors import ExecutionError, TensorloopError
+from ....ir.branch import If
+from ....ir.loop import Loop, Stacked, result_types_for
+from ....tensor.types import TensorType, Type, normalize_axis
 from ..registry import KernelContext, kernel
 
 
 @kernel("Loop")
-def loop(
-    ctx: KernelContext, max_trip_count: Any, initial_condition: Any, *rest: Any
-) -> tuple[Any, ...]:
-    body: Graph = ctx.attr("body")
-    sliced: tuple[Sliced, ...] = ctx.attr("sliced")
-    stacked: tuple[Stacked, ...] = ctx.attr("stacked")
-    layout = LoopLayout.of(ctx.node)
-    k, s = layout.num_carried, layout.num_sliced
-    carried, sources, invariants = list(rest[:k]), rest[k : k + s], list(rest[k + s :])
-    interp = ctx.interpreter
+def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
+    view = Loop(ctx.node)
+    body, counts = view.body, view.counts
+    sliced = [s.spec for s in view.sliced]
+    stacked = [s.spec for s in view.stacked]
+    max_trip_count, initial_condition, carried, sources, invariants = counts.split_inputs(inputs)
 
     axes = [
         normalize_axis(sl.axis, np.ndim(src), ctx.where)
@@ -34,30 +30,22 @@ def loop(
     bounds += [np.shape(src)[a] for src, a in zip(sources, axes, strict=True)]
     cond = True if initial_condition is None else bool(np.asarray(initial_condition))
     i, per_iteration = 0, [[] for _ in stacked]  # type: tuple[int, list[list[Any]]]
-    outer_path = interp.path
     while all(i < b for b in bounds) and cond:
-        if i >= interp.max_iterations:
-            raise LoopLimitError(
-                f"{ctx.where}: still running after {interp.max_iterations} iterations "
-                "(max_iterations); raise the limit if the loop is meant to run longer"
-            )
         slices = [
             np.take(src, np.shape(src)[a] - 1 - i if sl.reverse else i, axis=a)
             for src, sl, a in zip(sources, sliced, axes, strict=True)
         ]
-        interp.path = (*outer_path, i)
-        try:
-            results = interp.run_graph(body, [np.int64(i), *carried, *slices, *invariants])
-        finally:
-            interp.path = outer_path
-        cond = bool(np.asarray(results[0]))
-        carried = results[1 : 1 + k]
-        for acc, y in zip(per_iteration, results[1 + k :], strict=True):
+        with ctx.state.iteration(i, ctx.where):
+            results = ctx.run_graph(body, [np.int64(i), *carried, *slices, *invariants])
+        step = counts.split_results(results)
+        cond = bool(np.asarray(step.continue_condition))
+        carried = list(step.carried)
+        for acc, y in zip(per_iteration, step.per_iteration, strict=True):
             acc.append(y)
         i += 1
-    types = [body.outputs[r].type for r in layout.per_iteration_results()]
+    types = [s.result.type for s in view.stacked]
     if stacked and not per_iteration[0]:
-        types = _zero_trip_types(body, layout, rest, sources, axes) or types
+        types = _zero_trip_types(view, carried, sources, invariants, axes) or types
     outputs = [
         _stack(ctx, j, acc, st, t)
         for j, (acc, st, t) in enumerate(zip(per_iteration, stacked, types, strict=True))
@@ -66,26 +54,29 @@ def loop(
 
 
 def _zero_trip_types(
-    body: Graph, layout: LoopLayout, rest: Sequence[Any], sources: Sequence[Any], axes: list[int]
+    view: Loop,
+    carried: Sequence[Any],
+    sources: Sequence[Any],
+    invariants: Sequence[Any],
+    axes: list[int],
 ) -> list[Type] | None:
     """Zero trips: the body never ran, so the stacked shapes come from its types, re-inferred
     with the concrete shapes its parameters would have had; None if that inference fails."""
-    k = layout.num_carried
     shapes = [
         (),
-        *(_shape(c) for c in rest[:k]),
+        *(_shape(c) for c in carried),
         *(tuple(np.delete(np.shape(src), a)) for src, a in zip(sources, axes, strict=True)),
-        *(_shape(v) for v in rest[k + len(sources) :]),
+        *(_shape(v) for v in invariants),
     ]
     param_types: list[Type] = []
-    for param, shape in zip(body.inputs, shapes, strict=True):
+    for param, shape in zip(view.body.inputs, shapes, strict=True):
         t = param.type
         param_types.append(t.with_shape(shape) if isinstance(t, TensorType) else t)
     try:
-        types = result_types_for(body, param_types)
+        types = result_types_for(view.body, param_types)
     except TensorloopError:
         return None
-    return [types[r] for r in layout.per_iteration_results()]
+    return view.counts.split_results(types).per_iteration
 
 
 def _stack(
@@ -120,5 +111,5 @@ def if_(ctx: KernelContext, cond: Any, *captured: Any) -> tuple[Any, ...]:
     c = np.asarray(cond)
     if c.size != 1:
         raise ExecutionError(f"{ctx.where}: cond must hold one element, got shape {list(c.shape)}")
-    branch: Graph = ctx.attr("then_branch") if bool(c.reshape(())) else ctx.attr("else_branch")
-    return tuple(ctx.interpreter.run_graph(branch, list(captured)))
+    branch = If(ctx.node).branch(bool(c.reshape(())))
+    return tuple(ctx.run_graph(branch, list(captured)))

@@ -32,7 +32,7 @@ def check(ctx: KernelContext, ok: Any, *values: Any) -> Any:
 def read_variable(ctx: KernelContext) -> np.ndarray[Any, Any]:
     name = ctx.attr("variable")
     try:
-        return ctx.interpreter.state.variables[name]
+        return ctx.state.variables[name]
     except KeyError:
         raise ExecutionError(f"{ctx.where}: no variable '{name}' in this run") from None
 
@@ -40,7 +40,7 @@ def read_variable(ctx: KernelContext) -> np.ndarray[Any, Any]:
 @kernel("Assign")
 def assign(ctx: KernelContext, value: np.ndarray[Any, Any]) -> None:
     name = ctx.attr("variable")
-    current = ctx.interpreter.state.variables.get(name)
+    current = ctx.state.variables.get(name)
     if current is not None and (current.shape != value.shape or current.dtype != value.dtype):
         raise ExecutionError(
             f"{ctx.where}: variable '{name}' holds {current.dtype}{list(current.shape)}, "
@@ -48,4 +48,4 @@ def assign(ctx: KernelContext, value: np.ndarray[Any, Any]) -> None:
         )
     stored = np.array(value, copy=True)
     stored.setflags(write=False)  # ReadVariable hands this array out without copying
-    ctx.interpreter.state.variables[name] = stored
+    ctx.state.variables[name] = stored
