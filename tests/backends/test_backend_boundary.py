@@ -73,7 +73,7 @@ def test_backends_by_name() -> None:
     assert "reference" in backend_names()
     assert get_backend("reference") is get_backend("reference")
     assert get_backend("reference").name == "reference"
-    with pytest.raises(BackendError, match="unknown backend 'tpu'; tensorloop has .*reference"):
+    with pytest.raises(BackendError, match=r"unknown backend 'tpu'; tensorloop has .*reference"):
         get_backend("tpu")
     with pytest.raises(BackendError, match="unknown backend 'tpu'"):
         tl.Model({"y": tl.placeholder("float32", (1,), name="x") + 1.0}, backend="tpu")
@@ -138,6 +138,6 @@ def test_state_checks_the_iteration_limit() -> None:
     with state.iteration(1, "Loop 'l'"):
         assert state.path == (1,)
     assert state.path == ()
-    with pytest.raises(tl.LoopLimitError, match="Loop 'l': still running after 2 iterations"):
-        with state.iteration(2, "Loop 'l'"):
-            pass
+    limit = pytest.raises(tl.LoopLimitError, match="Loop 'l': still running after 2 iterations")
+    with limit, state.iteration(2, "Loop 'l'"):
+        pass
