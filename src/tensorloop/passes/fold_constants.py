@@ -30,7 +30,7 @@ def _static_shape(node: Node) -> tuple[int, ...] | None:
         and t.shape is not None
         and all(isinstance(d, int) for d in t.shape)
     ):
-        return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+        return tuple(int(d) for d in t.shape)
     return None
 
 
@@ -39,7 +39,7 @@ def _static_size(t: Type) -> int | None:
         return None
     if not all(isinstance(d, int) for d in t.shape):
         return None
-    return math.prod(int(d) for d in t.shape)  # type: ignore[arg-type]
+    return math.prod(int(d) for d in t.shape)
 
 
 def folded_values(

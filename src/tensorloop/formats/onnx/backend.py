@@ -21,7 +21,7 @@ from . import load_onnx
 from .convert import tensor_value
 
 
-class TensorloopRep(BackendRep):  # type: ignore[misc]
+class TensorloopRep(BackendRep):
     """A prepared model: runs inputs given by position (or by name) through the interpreter."""
 
     def __init__(self, model: Model) -> None:
@@ -34,7 +34,7 @@ class TensorloopRep(BackendRep):  # type: ignore[misc]
         return tuple(outs[name] for name in self.model.output_names)
 
 
-class TensorloopBackend(Backend):  # type: ignore[misc]
+class TensorloopBackend(Backend):
     """The ONNX backend API over tensorloop's reference interpreter (CPU only)."""
 
     @classmethod

@@ -40,7 +40,7 @@ def widen(x: Any) -> Array:
 
 
 def _sigmoid(x: Array) -> Array:
-    return 1 / (1 + np.exp(-x))  # type: ignore[no-any-return]
+    return 1 / (1 + np.exp(-x))
 
 
 def _relu(x: Array) -> Array:

@@ -48,7 +48,7 @@ def _cubic(a: float) -> Callable[[Array], Array]:
         d = np.abs(d)
         near = ((a + 2) * d - (a + 3)) * d * d + 1
         far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-        return np.where(d <= 1, near, np.where(d < 2, far, 0.0))  # type: ignore[no-any-return]
+        return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
     return k
 
@@ -167,7 +167,7 @@ def resize(
 
 
 def _unnormalize(g: Array, size: int, align: bool) -> Array:
-    return (g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2  # type: ignore[no-any-return]
+    return (g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2
 
 
 def _reflect(p: Array, low: float, high: float) -> Array:
@@ -177,7 +177,7 @@ def _reflect(p: Array, low: float, high: float) -> Array:
         return np.zeros_like(p)
     d = np.abs(p - low)
     flips, extra = np.floor(d / span), np.fmod(d, span)
-    return np.where(flips % 2 == 0, low + extra, high - extra)  # type: ignore[no-any-return]
+    return np.where(flips % 2 == 0, low + extra, high - extra)
 
 
 def _grid_padded(p: Array, size: int, padding: str, align: bool) -> Array:
@@ -244,7 +244,7 @@ def _affine_base(size: int, align: bool) -> Array:
     """Evenly spaced positions in [-1, 1]: the pixel centres, or with align_corners=1 the
     corners; a single pixel then sits at -1, as ONNX's function body puts a depth of 1."""
     steps = np.linspace(-1, 1, size)
-    return steps if align else steps * (size - 1) / size  # type: ignore[no-any-return]
+    return steps if align else steps * (size - 1) / size
 
 
 @kernel("AffineGrid")
@@ -322,7 +322,7 @@ def _iou(low: Array, high: Array, i: int) -> Array:
     union = area[i] + area - inter
     good = (inter > 0) & (area[i] > 0) & (area > 0) & (union > 0)
     with np.errstate(all="ignore"):
-        return np.where(good, inter / np.where(good, union, 1), 0.0)  # type: ignore[no-any-return]
+        return np.where(good, inter / np.where(good, union, 1), 0.0)
 
 
 def _scalar(x: Any, default: float) -> float:
@@ -448,7 +448,7 @@ def roi_align(ctx: KernelContext, data: Any, rois: Any, batch_indices: Any) -> A
 
 
 def _round_half_away(v: Array) -> Array:
-    return np.sign(v) * np.floor(np.abs(v) + 0.5)  # type: ignore[no-any-return]
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
 
 
 def _pool_bins(start: float, end: float, count: int, size: int) -> Array:

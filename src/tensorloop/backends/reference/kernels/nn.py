@@ -65,7 +65,7 @@ def _windows(x: Array, win: Window, geo: Geometry, fill: Any) -> Array:
         for i, (out, _, _) in enumerate(geo)
     )
     dilated = tuple(slice(None, None, d) for d in win.dilations)
-    return view[(slice(None), slice(None), *strided, *dilated)]  # type: ignore[no-any-return]
+    return view[(slice(None), slice(None), *strided, *dilated)]
 
 
 def _contract(ctx: KernelContext, patches: Array, w: Array, group: int) -> Array:
@@ -532,7 +532,7 @@ def _nll(ctx: KernelContext, logp: Array, target: Any, weight: Any) -> Array:
     loss = -picked * weights
     reduction = ctx.attr("reduction")
     if reduction == "none":
-        return loss  # type: ignore[no-any-return]
+        return loss
     total = np.sum(loss, dtype=np.float64)
     if reduction == "sum":
         return np.asarray(total)
