@@ -442,13 +442,11 @@ def _verify_loop(node: Node, where: str, root: Graph) -> list[str]:
             continue
         if src.type.shape is None:
             continue
-        rank = len(src.type.shape)
-        if not -rank <= s.spec.axis < rank:
-            problems.append(
-                f"sliced #{c} of {name}: axis {s.spec.axis} is out of range for source {src.type}"
-            )
+        try:
+            a = normalize_axis(s.spec.axis, len(src.type.shape), f"sliced #{c} of {name}")
+        except GraphError as exc:
+            problems.append(f"{exc} (source {src.type})")
             continue
-        a = s.spec.axis % rank
         expect(
             f"sliced #{c} of {name}: body parameter",
             TensorType(src.type.dtype, src.type.shape[:a] + src.type.shape[a + 1 :]),

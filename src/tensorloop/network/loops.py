@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import NetworkError
 from ..tensor.dtypes import DType
-from ..tensor.types import UNKNOWN, Dim, TensorType
+from ..tensor.types import UNKNOWN, Dim, TensorType, normalize_axis
 from .enums import LayerType
 from .layers import ILayer, ITensor, Setting, static_value
 
@@ -149,11 +149,7 @@ class IIteratorLayer(ILoopBoundaryLayer):
         super().__init__(loop, [tensor])
 
     def normalized_axis(self, rank: int) -> int:
-        if not -rank <= self._axis < rank:
-            raise NetworkError(
-                f"{self.describe()}: axis {self._axis} is out of range for a rank-{rank} input"
-            )
-        return self._axis % rank
+        return normalize_axis(self._axis, rank, self.describe(), error=NetworkError)
 
     @property
     def source(self) -> ITensor:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from ..ir.opdef import InferContext
 from ..tensor.dtypes import DType
-from ..tensor.types import UNKNOWN, Dim, TensorType, Type
+from ..tensor.types import UNKNOWN, Dim, TensorType, Type, normalize_axis
 
 
 def broadcast_dims(
@@ -46,9 +46,8 @@ def elementwise(ctx: InferContext, *, result_dtype: object = None) -> list[Type]
 
 
 def norm_axis(ctx: InferContext, axis: int, rank: int) -> int:
-    if not -rank <= axis < rank:
-        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
-    return axis + rank if axis < 0 else axis
+    """``normalize_axis`` with this type rule's error."""
+    return normalize_axis(axis, rank, error=ctx.error)
 
 
 # Each kind: the words naming it in errors, and which element types it admits.

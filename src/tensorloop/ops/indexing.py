@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType
-from ..tensor.types import UNKNOWN, Dim, TensorType, Type
+from ..tensor.types import UNKNOWN, Dim, TensorType, Type, normalize_axis
 from .common import expect, norm_axis, normalize_axes, reported, static_length
 
 SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
@@ -362,7 +362,5 @@ def _flatten(ctx: InferContext) -> list[Type]:
     if t.shape is None:
         return [t.with_shape([UNKNOWN, UNKNOWN])]
     rank, axis = len(t.shape), ctx.attr("axis")
-    if not -rank <= axis <= rank:
-        raise ctx.error(f"axis {axis} is out of range [-{rank}, {rank}] for {t}")
-    axis = axis + rank if axis < 0 else axis
+    axis = normalize_axis(axis, rank, f"{t}", error=ctx.error, allow_end=True)
     return [t.with_shape([product(t.shape[:axis]), product(t.shape[axis:])])]

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType
-from ..tensor.types import Dim, TensorType, Type
+from ..tensor.types import Dim, TensorType, Type, normalize_axis
 from .common import expect_one_of
 from .linalg import matmul_dims
 
@@ -45,9 +45,7 @@ def param_layout(
     0), ("axis", a) or ("blocked", a). ValueError if the dims fit none of them."""
     if len(param) == 0 or (block_size <= 0 and list(param) == [1]):
         return "tensor", 0
-    if not -len(data) <= axis < len(data):
-        raise ValueError(f"axis {axis} is out of range for rank {len(data)}")
-    a = axis % len(data)
+    a = normalize_axis(axis, len(data), error=ValueError)
     if block_size <= 0:
         if len(param) != 1 or not _may_equal(param[0], data[a]):
             raise ValueError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -177,10 +177,20 @@ def shape_str(shape: Sequence[Dim] | None) -> str:
     return "[*]" if shape is None else f"[{','.join(str(d) for d in shape)}]"
 
 
-def normalize_axis(axis: int, rank: int, where: str = "") -> int:
-    """``axis`` in [-rank, rank) mapped to [0, rank); a GraphError naming ``where`` otherwise.
-    The one place that normalizes axes: type rules, kernels, formats and passes all call it."""
-    if not -rank <= axis < rank:
+def normalize_axis(
+    axis: int,
+    rank: int,
+    where: str = "",
+    *,
+    error: Callable[[str], Exception] = GraphError,
+    allow_end: bool = False,
+) -> int:
+    """``axis`` in [-rank, rank) mapped to [0, rank) (``allow_end``: [-rank, rank] to
+    [0, rank], for ops that split before an axis); otherwise ``error(message)`` is raised, the
+    message naming ``where``. The one place that normalizes axes: type rules, kernels, formats
+    and passes all call it, each passing the error type of its layer."""
+    if not -rank <= axis < rank + allow_end:
         prefix = f"{where}: " if where else ""
-        raise GraphError(f"{prefix}axis {axis} is out of range for rank {rank}")
+        span = f"[{-rank}, {rank}]" if allow_end else f"for rank {rank}"
+        raise error(f"{prefix}axis {axis} is out of range {span}")
     return axis + rank if axis < 0 else axis

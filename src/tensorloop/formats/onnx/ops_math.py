@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ...ir.graph import Value
+from ...tensor.types import normalize_axis
 from .convert import NodeContext, converter
 
 
@@ -20,9 +21,7 @@ def _on_matrix(ctx: NodeContext) -> list[Value]:
         raise ctx.error(f"opset {ctx.opset} {ctx.op_type} needs an input of known rank, got {t}")
     rank = len(t.shape)
     axis = ctx.attr("axis", 1)
-    if not -rank <= axis <= rank:
-        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
-    axis += rank if axis < 0 else 0
+    axis = normalize_axis(axis, rank, error=ctx.error, allow_end=True)
     if axis == rank - 1:  # the rows are already the last axis
         return [ctx.op1(ctx.op_type, [x], {"axis": -1})]
     rows = ctx.op1("Reshape", [x, _matrix_shape(ctx, x, axis)])

@@ -17,6 +17,7 @@ from ...ir.emit import Emitter
 from ...ir.graph import Graph, Value
 from ...ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
 from ...tensor.dtypes import DType
+from ...tensor.types import normalize_axis
 from .convert import LayerContext, Source, converter
 from .ir import Layer, PortMapEntry
 
@@ -65,9 +66,7 @@ def _norm_axis(ctx: LayerContext, axis: int, rank: int | None, what: str) -> int
         if axis < 0:
             raise ctx.error(f"{what}: negative axis {axis} needs a known rank")
         return axis
-    if not -rank <= axis < rank:
-        raise ctx.error(f"{what}: axis {axis} is out of range for rank {rank}")
-    return axis % rank
+    return normalize_axis(axis, rank, what, error=ctx.error)
 
 
 def _split_parts(

@@ -9,6 +9,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from ..types import normalize_axis as _normalize
 from .errors import LayoutError, LayoutIndexError
 
 NDArray: TypeAlias = np.ndarray[Any, np.dtype[Any]]
@@ -33,11 +34,8 @@ def as_ints(values: Iterable[object], what: str) -> tuple[int, ...]:
 
 def normalize_axis(axis: object, rank: int, what: str = "axis") -> int:
     a = as_int(axis, what)
-    if not -rank <= a < rank:
-        raise LayoutError(
-            f"{what} {a} is out of range for rank {rank} (expected {-rank}..{rank - 1})"
-        )
-    return a + rank if a < 0 else a
+    expected = f" (expected {-rank}..{rank - 1})"
+    return _normalize(a, rank, error=lambda message: LayoutError(message + expected))
 
 
 def normalize_axes(axes: Iterable[object], rank: int) -> tuple[int, ...]:

@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 
 from ....errors import ExecutionError
+from ....tensor.types import normalize_axis
 from ..registry import Kernel, KernelContext, kernel
 
 Array = np.ndarray[Any, Any]
@@ -23,9 +24,7 @@ def fail(ctx: KernelContext, message: str) -> ExecutionError:
 
 def axis_in(ctx: KernelContext, axis: int, rank: int) -> int:
     """``axis`` mapped into [0, rank), or this node's ExecutionError."""
-    if not -rank <= axis < rank:
-        raise fail(ctx, f"axis {axis} is out of range for rank {rank}")
-    return axis + rank if axis < 0 else axis
+    return normalize_axis(axis, rank, ctx.where, error=ExecutionError)
 
 
 def is_float(dt: np.dtype[Any]) -> bool:
