@@ -52,6 +52,17 @@ def test_run_bundled_example(tmp_path: Path) -> None:
     assert 0 < expected["decode_steps"] < 10  # the example does stop early
 
 
+def test_run_on_a_named_backend(tmp_path: Path) -> None:
+    args = ["run", RNN, "--inputs", INPUTS, "--save-outputs", str(tmp_path)]
+    result = CliRunner().invoke(main, [*args, "--backend", "reference"])
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(
+        np.load(tmp_path / "decoded.npy"), _expected_rnn()["decoded"], rtol=1e-5, atol=1e-6
+    )
+    bad = CliRunner().invoke(main, [*args, "--backend", "nope"])
+    assert bad.exit_code == 2 and "'nope' is not 'reference'" in bad.output
+
+
 def test_run_with_npy_and_json_inputs(tmp_path: Path) -> None:
     with np.load(INPUTS) as f:
         np.save(tmp_path / "xs.npy", f["xs"])

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from .backends.base import backend_names
 from .backends.runtime import DEFAULT_MAX_ITERATIONS
 from .errors import InputError, TensorloopError
 from .io import load, save
@@ -26,9 +27,11 @@ def _fail(exc: TensorloopError) -> click.ClickException:
     return click.ClickException(f"{type(exc).__name__}: {exc}")
 
 
-def _load(path: str, max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Model:
+def _load(
+    path: str, max_iterations: int = DEFAULT_MAX_ITERATIONS, backend: str = "reference"
+) -> Model:
     try:
-        return load(path, max_iterations=max_iterations)
+        return load(path, max_iterations=max_iterations, backend=backend)
     except TensorloopError as exc:
         raise _fail(exc) from None
 
@@ -114,6 +117,13 @@ def main() -> None:
     type=click.Path(file_okay=False),
     help="Write each output as NAME.npy into this folder.",
 )
+@click.option(
+    "--backend",
+    type=click.Choice(backend_names()),
+    default="reference",
+    show_default=True,
+    help="Where the model runs.",
+)
 def run(
     model_path: str,
     input_specs: tuple[str, ...],
@@ -123,10 +133,11 @@ def run(
     trace_names: tuple[str, ...],
     max_iterations: int,
     save_outputs: str | None,
+    backend: str,
 ) -> None:
     """Run MODEL once and print its outputs."""
     console = Console()
-    model = _load(model_path, max_iterations)
+    model = _load(model_path, max_iterations, backend)
     feeds: dict[str, Any] = {}
     if inputs_file:
         with np.load(inputs_file, allow_pickle=False) as npz:
