@@ -60,7 +60,7 @@ def test_run_on_a_named_backend(tmp_path: Path) -> None:
         np.load(tmp_path / "decoded.npy"), _expected_rnn()["decoded"], rtol=1e-5, atol=1e-6
     )
     bad = CliRunner().invoke(main, [*args, "--backend", "nope"])
-    assert bad.exit_code == 2 and "'nope' is not 'reference'" in bad.output
+    assert bad.exit_code == 2 and "Invalid value for '--backend': 'nope'" in bad.output
 
 
 def test_run_with_npy_and_json_inputs(tmp_path: Path) -> None:
