@@ -1,0 +1,389 @@
+"""The OpenVINO IR being written: layers, output-port handles, nets and constant folding."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import FormatError, GraphError
+from ...ir.graph import Graph, Node, Value
+from ...ir.opdef import get_opdef
+from ...ops.shape import INT64_MIN
+from ...tensor.dtypes import DType
+from ...tensor.types import UNKNOWN, Dim, TensorType, normalize_axis, tensor_type_of
+from .reader import ELEMENT_TYPES, PRECISIONS
+
+# The reader's tables accept aliases; the first spelling of each type is the one OpenVINO writes.
+_ELEMENT_NAMES = {dt: name for name, dt in reversed(ELEMENT_TYPES.items())}
+_PRECISION_NAMES = {dt: name for name, dt in reversed(PRECISIONS.items())}
+I64 = TensorType(DType.int64, ())
+
+Array = np.ndarray[Any, Any]
+
+
+# -- the document: layers, tensors (output ports), nets -------------------------------------------
+@dataclass(eq=False)
+class Layer:
+    id: int
+    name: str
+    type: str
+    version: str
+    data: dict[str, str]
+    inputs: list[TensorType]
+    outputs: list[TensorType]
+    names: list[list[str]]
+    """Tensor names per output port: model inputs and outputs are found by these."""
+    maps: list[ET.Element] = field(default_factory=list)
+    """Port maps and back edges, written before the ports as OpenVINO does."""
+    bodies: list[ET.Element] = field(default_factory=list)
+
+    def out(self, index: int = 0, value: Array | None = None) -> Tensor:
+        return Tensor(self, index, self.outputs[index], value)
+
+    def element(self) -> ET.Element:
+        el = ET.Element(
+            "layer",
+            {"id": str(self.id), "name": self.name, "type": self.type, "version": self.version},
+        )
+        if self.data:
+            ET.SubElement(el, "data", self.data)
+        el.extend(self.maps)
+        if self.inputs:  # port ids run on from the inputs through the outputs
+            section = ET.SubElement(el, "input")
+            for i, t in enumerate(self.inputs):
+                _port(section, i, t, ())
+        if self.outputs:
+            section = ET.SubElement(el, "output")
+            for j, (t, names) in enumerate(zip(self.outputs, self.names, strict=True)):
+                _port(section, len(self.inputs) + j, t, names)
+        el.extend(self.bodies)
+        return el
+
+
+def _port(parent: ET.Element, port_id: int, t: TensorType, names: Sequence[str]) -> None:
+    attrs = {"id": str(port_id), "precision": _ov_name(_PRECISION_NAMES, t.dtype)}
+    if names:
+        attrs["names"] = ",".join(n.replace(",", "\\,") for n in names)
+    port = ET.SubElement(parent, "port", attrs)
+    for d in t.shape or ():  # an unknown rank is written with no dims, as OpenVINO does
+        ET.SubElement(port, "dim").text = str(d) if isinstance(d, int) else "-1"
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    """One output port of a layer: where an edge starts. ``value`` is a Const's data."""
+
+    layer: Layer
+    index: int
+    type: TensorType
+    value: Array | None = None
+
+    @property
+    def port_id(self) -> int:
+        return len(self.layer.inputs) + self.index
+
+    @property
+    def rank(self) -> int | None:
+        return self.type.rank
+
+
+class File:
+    """State shared by every net of one save: the weights, layer names, variables."""
+
+    def __init__(self, root: Graph, emitters: Mapping[str, Emitter]) -> None:
+        self.root = root
+        self.emitters = emitters
+        """How each op is written: the writer's table of emitters."""
+        self.weights = bytearray()
+        self._blobs: dict[bytes, int] = {}
+        self._names: set[str] = set()
+        self.read_values: dict[str, Tensor] = {}
+        self.assigned: set[str] = set()
+
+    def unique(self, hint: str) -> str:
+        name, n = hint, 0
+        while name in self._names:
+            n += 1
+            name = f"{hint}_{n}"
+        self._names.add(name)
+        return name
+
+    def store(self, data: Array) -> tuple[int, int]:
+        raw = np.ascontiguousarray(data).tobytes()
+        if raw not in self._blobs:  # identical constants (axes, zeros, ...) share their bytes
+            self._blobs[raw] = len(self.weights)
+            self.weights += raw
+        return self._blobs[raw], len(raw)
+
+
+def shape_text(t: TensorType, sep: str = ",") -> str:
+    if t.shape is None:
+        return "..."
+    return sep.join(str(d) if isinstance(d, int) else "?" for d in t.shape)
+
+
+def _data_text(value: Any) -> str:
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, DType):
+        return _ov_name(_ELEMENT_NAMES, value)
+    return str(value)
+
+
+def _ov_name(table: dict[DType, str], dt: DType) -> str:
+    try:
+        return table[dt]
+    except KeyError:
+        raise FormatError(f"OpenVINO IR has no element type for {dt.value}") from None
+
+
+class NetBuilder:
+    """One OpenVINO net (the model, or a Loop/If body) being written, layer by layer."""
+
+    def __init__(self, file: File, top: bool = False) -> None:
+        self.file = file
+        self.top = top
+        self.layers: list[Layer] = []
+        self.edges: list[tuple[int, int, int, int]] = []
+        self.scope = "layer"
+        """The node being lowered: its layers are named after it."""
+
+    def add(
+        self,
+        type_: str,
+        inputs: Sequence[Tensor],
+        outputs: Sequence[TensorType],
+        version: str = "opset1",
+        name: str = "",
+        **data: Any,
+    ) -> Layer:
+        layer = Layer(
+            len(self.layers),
+            self.file.unique(name or f"{self.scope}/{type_}"),
+            type_,
+            version,
+            {k: _data_text(v) for k, v in data.items()},
+            [t.type for t in inputs],
+            list(outputs),
+            [[] for _ in outputs],
+        )
+        for port, t in enumerate(inputs):
+            self.edges.append((t.layer.id, t.port_id, layer.id, port))
+        self.layers.append(layer)
+        return layer
+
+    def layer(
+        self,
+        type_: str,
+        inputs: Sequence[Tensor],
+        outputs: Sequence[TensorType],
+        version: str = "opset1",
+        **data: Any,
+    ) -> list[Tensor]:
+        layer = self.add(type_, inputs, outputs, version, **data)
+        return [layer.out(i) for i in range(len(outputs))]
+
+    def op(
+        self,
+        type_: str,
+        inputs: Sequence[Tensor],
+        output: TensorType,
+        version: str = "opset1",
+        **data: Any,
+    ) -> Tensor:
+        return self.layer(type_, inputs, [output], version, **data)[0]
+
+    def const(self, value: Any, dtype: DType | None = None) -> Tensor:
+        data = np.asarray(value, dtype=None if dtype is None else dtype.numpy)
+        t = tensor_type_of(data)
+        offset, size = self.file.store(data)
+        layer = self.add(
+            "Const",
+            [],
+            [t],
+            element_type=t.dtype,
+            shape=shape_text(t, ", "),
+            offset=offset,
+            size=size,
+        )
+        return layer.out(0, data)
+
+    def ints(self, values: Sequence[int] | int) -> Tensor:
+        return self.const(np.asarray(values, dtype=np.int64))
+
+    def parameter(self, t: TensorType, name: str) -> Tensor:
+        layer = self.add("Parameter", [], [t], name=name, shape=shape_text(t), element_type=t.dtype)
+        return layer.out()
+
+    def result(self, t: Tensor) -> Layer:
+        return self.add("Result", [t], [], name=f"{t.layer.name}/result")
+
+    def element(self, tag: str, attrs: Mapping[str, str] | None = None) -> ET.Element:
+        root = ET.Element(tag, dict(attrs or {}))
+        layers = ET.SubElement(root, "layers")
+        layers.extend(layer.element() for layer in self.layers)
+        edges = ET.SubElement(root, "edges")
+        for a, b, c, d in self.edges:
+            ET.SubElement(
+                edges,
+                "edge",
+                {"from-layer": str(a), "from-port": str(b), "to-layer": str(c), "to-port": str(d)},
+            )
+        return root
+
+
+# -- small helpers that fold constants so the IR stays readable -----------------------------------
+def convert(net: NetBuilder, t: Tensor, dtype: DType) -> Tensor:
+    if t.type.dtype == dtype:
+        return t
+    if t.value is not None:
+        return net.const(t.value.astype(dtype.numpy))
+    return net.op("Convert", [t], t.type.with_dtype(dtype), destination_type=dtype)
+
+
+def binary(net: NetBuilder, type_: str, a: Tensor, b: Tensor, fold: Callable[..., Any]) -> Tensor:
+    if a.value is not None and b.value is not None:
+        return net.const(np.asarray(fold(a.value, b.value), a.value.dtype))
+    out = a.type.with_shape(broadcast(a.type.shape, b.type.shape))
+    return net.op(type_, [a, b], out, auto_broadcast="numpy")
+
+
+def broadcast(a: tuple[Dim, ...] | None, b: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(
+        x if x == y or y == 1 else y if x == 1 else UNKNOWN for x, y in zip(pa, pb, strict=True)
+    )
+
+
+def scalar(net: NetBuilder, t: Tensor) -> Tensor:
+    """A one-element tensor as a scalar (OpenVINO wants scalars where ONNX allows [1])."""
+    if t.rank == 0:
+        return t
+    if t.value is not None:
+        return net.const(t.value.reshape(()))
+    return net.op("Reshape", [t, net.ints([])], t.type.with_shape(()), special_zero=False)
+
+
+def shape_of(net: NetBuilder, t: Tensor) -> Tensor:
+    return net.op(
+        "ShapeOf",
+        [t],
+        TensorType(DType.int64, [UNKNOWN if t.rank is None else t.rank]),
+        "opset3",
+        output_type=DType.int64,
+    )
+
+
+def dim_of(net: NetBuilder, t: Tensor, axis: int) -> Tensor:
+    """Dim ``axis`` of ``t`` as an i64 scalar."""
+    d = None if t.type.shape is None else t.type.shape[axis]
+    if isinstance(d, int):
+        return net.ints(d)
+    return gather(net, shape_of(net, t), net.ints(axis), 0, I64)
+
+
+def gather(net: NetBuilder, data: Tensor, indices: Tensor, axis: int, out: TensorType) -> Tensor:
+    return net.op("Gather", [data, indices, net.ints(axis)], out, "opset8", batch_dims=0)
+
+
+def reverse(net: NetBuilder, t: Tensor, axis: int) -> Tensor:
+    """``t`` reversed along ``axis``: a Slice with step -1, which every plugin runs."""
+    minus_one = net.ints([-1])
+    ins = [t, minus_one, net.ints([INT64_MIN]), minus_one, net.ints([axis])]
+    return net.op("Slice", ins, t.type, "opset8")
+
+
+def insert_unit(t: TensorType, axis: int) -> TensorType:
+    if t.shape is None:
+        return t
+    return t.with_shape((*t.shape[:axis], 1, *t.shape[axis:]))
+
+
+def all_axes(net: NetBuilder, t: Tensor) -> Tensor:
+    """0..rank-1 of ``t``, computed in the IR when the rank is not known here."""
+    if t.rank is not None:
+        return net.ints(list(range(t.rank)))
+    rank = scalar(net, shape_of(net, shape_of(net, t)))
+    vector = TensorType(DType.int64, [UNKNOWN])
+    return net.op(
+        "Range", [net.ints(0), rank, net.ints(1)], vector, "opset4", output_type=DType.int64
+    )
+
+
+# -- lowering a graph ------------------------------------------------------------------------------
+@dataclass
+class Call:
+    """What an emitter sees: the node, its lowered inputs, resolved attributes and output types."""
+
+    node: Node
+    ins: list[Tensor | None]
+    attrs: dict[str, Any]
+    outs: list[TensorType]
+
+    @property
+    def out(self) -> TensorType:
+        return self.outs[0]
+
+    def arg(self, index: int) -> Tensor:
+        t = self.ins[index]
+        assert t is not None, "the verifier guarantees required inputs"
+        return t
+
+    def opt(self, index: int) -> Tensor | None:
+        return self.ins[index] if index < len(self.ins) else None
+
+    def error(self, message: str) -> FormatError:
+        return FormatError(f"{describe(self.node)}: {message}")
+
+    def normalize_axis(self, axis: int, rank: int | None, what: str = "axis") -> int:
+        """``axis`` normalized for ``rank``, which may be unknown for an axis counted from the
+        start; the error names the node."""
+        if rank is None:
+            if axis >= 0:
+                return axis
+            raise self.error(f"{what} {axis} counts from the end of a tensor of unknown rank")
+        try:
+            return normalize_axis(axis, rank, what)
+        except GraphError as exc:
+            raise self.error(str(exc)) from None
+
+
+Emitter = Callable[["NetBuilder", "Call"], list["Tensor"]]
+"""Writes one node into a net; the tensors of its outputs."""
+
+
+def describe(node: Node) -> str:
+    first = f" (output %{node.outputs[0].name})" if node.outputs else ""
+    return f"{node.describe()}{first}"
+
+
+def _tensor_type(node: Node, v: Value, role: str) -> TensorType:
+    if not isinstance(v.type, TensorType):
+        raise FormatError(
+            f"{describe(node)}: {role} %{v.name} is {v.type}; OpenVINO IR holds tensors only"
+        )
+    return v.type
+
+
+def lower(net: NetBuilder, graph: Graph, args: Sequence[Tensor]) -> list[Tensor]:
+    """Write ``graph``'s nodes into ``net`` with its parameters bound to ``args``; its results."""
+    env: dict[Value, Tensor] = dict(zip(graph.inputs, args, strict=True))
+    for node in graph.nodes:
+        emitter = net.file.emitters.get(node.op)
+        if emitter is None:
+            raise FormatError(f"{describe(node)}: no OpenVINO lowering for op '{node.op}'")
+        # Every value in env was checked to be a tensor where it was made.
+        ins = [None if v is None else env[v] for v in node.inputs]
+        outs = [_tensor_type(node, v, f"output #{j}") for j, v in enumerate(node.outputs)]
+        attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
+        net.scope = node.name or (node.outputs[0].name if node.outputs else node.op)
+        lowered = emitter(net, Call(node, ins, attrs, outs))
+        env.update(zip(node.outputs, lowered, strict=True))
+    return [env[v] for v in graph.outputs]
