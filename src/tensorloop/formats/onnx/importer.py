@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,8 @@ from ...ir.graph import Graph, Value
 from ...ir.opdef import get_opdef
 from ...passes.fold_constants import fold_node
 from ...tensor.types import OptionalType, SequenceType, TensorType, Type
+from .context import ConversionScope, NodeContext, Source
 from .convert import (
-    NodeContext,
     attribute_value,
     dtype_attrs,
     find_converter,
@@ -32,16 +31,6 @@ ONNX_DOMAINS = ("", "ai.onnx")
 # Domains whose ops, when no converter is registered, map to the same-named core op.
 _CORE_DOMAINS = (*ONNX_DOMAINS, "ai.onnx.ml", "ai.onnx.preview.training")
 MAX_EXTERNAL_BYTES = 1 << 34  # 16 GiB: an external tensor claiming more is refused
-
-
-@dataclass
-class Source:
-    """Where the model came from, for error messages and external data."""
-
-    label: str
-    base_dir: str | None
-    opsets: dict[str, int]
-    external_cache: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
 
 
 def read_model(model: onnx.ModelProto | str | os.PathLike[str]) -> tuple[onnx.ModelProto, Source]:
@@ -87,9 +76,12 @@ def import_graph(proto: onnx.ModelProto, source: Source) -> Graph:
 
 
 class Scope:
-    """One ONNX graph being converted: its names, and the enclosing scope for outer references."""
+    """One ONNX graph being converted (its nodes' ConversionScope): its names, and the enclosing
+    scope for outer references."""
 
-    def __init__(self, graph: Graph, parent: Scope | None, source: Source, path: str) -> None:
+    def __init__(
+        self, graph: Graph, parent: ConversionScope | None, source: Source, path: str
+    ) -> None:
         self.graph = graph
         self.parent = parent
         self.source = source
