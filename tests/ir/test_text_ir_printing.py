@@ -12,8 +12,8 @@ import pytest
 from text_ir_checks import BOOL, F32, SPECIAL_FLOATS, const, loop_graph, roundtrip
 
 from tensorloop.errors import GraphError, ParseError
-from tensorloop.ir.control_flow import Sliced, Stacked
 from tensorloop.ir.graph import Graph, Node
+from tensorloop.ir.loop import Sliced, Stacked
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph, register_attr_record
 from tensorloop.tensor.dtypes import DType, int_range
@@ -26,11 +26,12 @@ graph @main(%x: f32[4,N], %h0: f32[?]) {
   var trainable @w: f32[2] = dense<f32[2]>[0.5, -1.0]
   %c = Constant() {value = dense<f32[2]>[1.0, 2.5]} : f32[2]
   %y = Add(%x, %c) : f32[4,2] loc("rnn/add")
-  %h1, %ys = Loop(none, none, %h0, %x) {body = graph @body(%i: i64[], %h: f32[?], %xt: f32[N]) {
+  %h1, %ys = Loop(carried=[%h0], sliced=[%x]) {body = graph @body(%i: i64[], %h: f32[?], \
+%xt: f32[N]) {
     %t = Constant() {value = dense<bool[]>[true]} : bool[]
     return %t, %h, %xt
-  }, num_carried = 1, sliced = [Sliced(axis=0, reverse=false)], \
-stacked = [Stacked(axis=0, reverse=true)]} : f32[?], f32[4,N]
+  }, sliced = [Sliced(axis=0, reverse=false)], stacked = [Stacked(axis=0, reverse=true)]} : \
+f32[?], f32[4,N]
   Assign(%y) {variable = "h"}
   return %y, %ys
 }"""
@@ -49,15 +50,33 @@ def test_brief_example_round_trips_verbatim() -> None:
     roundtrip(g)
 
 
+def test_positional_loop_inputs_still_parse() -> None:
+    # Text written before roles were printed: the flat inputs and num_carried.
+    old = BRIEF_EXAMPLE.replace("Loop(carried=[%h0], sliced=[%x])", "Loop(none, none, %h0, %x)")
+    old = old.replace("}, sliced = [", "}, num_carried = 1, sliced = [")
+    assert print_graph(parse_graph(old)) == BRIEF_EXAMPLE
+
+
+def test_roles_that_do_not_fit_the_op_are_refused() -> None:
+    for bad, why in [
+        ("Loop(carried=[%h0], %x)", "a role"),
+        ("Loop(carried=[%h0], stacked=[%x])", "role 'stacked'"),
+        ("Loop(carried=%h0, sliced=[%x])", "role 'carried' as a list"),
+        ("Loop(carried=[%h0], carried=[%x])", "given twice"),
+    ]:
+        with pytest.raises(ParseError, match=why):
+            parse_graph(BRIEF_EXAMPLE.replace("Loop(carried=[%h0], sliced=[%x])", bad))
+
+
 def test_golden_small_loop() -> None:
     assert print_graph(loop_graph(1)) == (
         "graph @main(%acc: f32[3], %xs: f32[T,3]) {\n"
-        "  %total, %partial = Loop(none, none, %acc, %xs) {body = graph @body1(%i: i64[], "
-        "%acc: f32[3], %xs: f32[3]) {\n"
+        "  %total, %partial = Loop(carried=[%acc], sliced=[%xs]) {body = graph @body1("
+        "%i: i64[], %acc: f32[3], %xs: f32[3]) {\n"
         "    %cond = Constant() {value = dense<bool[]>[true]} : bool[]\n"
         "    %sum = Add(%acc, %xs) : f32[3]\n"
         "    return %cond, %sum, %sum\n"
-        "  }, num_carried = 1, sliced = [Sliced(axis=0, reverse=false)], "
+        "  }, sliced = [Sliced(axis=0, reverse=false)], "
         'stacked = [Stacked(axis=0, reverse=false)]} : f32[3], f32[T,3] loc("loop1")\n'
         "  return %total, %partial\n"
         "}"

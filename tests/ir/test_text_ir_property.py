@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from text_ir_checks import SPECIAL_FLOATS, roundtrip
 
-from tensorloop.ir.control_flow import Sliced, Stacked
 from tensorloop.ir.graph import Graph, Node
+from tensorloop.ir.loop import Sliced, Stacked
 from tensorloop.ir.opdef import registered_ops
 from tensorloop.tensor.dtypes import DType
 from tensorloop.tensor.types import OptionalType, SequenceType, TensorType

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from tensorloop.ir.control_flow import Sliced, Stacked
 from tensorloop.ir.graph import Graph, Node, Value
+from tensorloop.ir.loop import Sliced, Stacked
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
 from tensorloop.tensor.dtypes import DType
