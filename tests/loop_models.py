@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import tensorloop as tl
 from tensorloop import Graph, Sliced, Stacked, TensorType, Value
-from tensorloop.ir.loop import ITERATION_TYPE
 from tensorloop.ir.emit import Emitter
+from tensorloop.ir.loop import ITERATION_TYPE
 
 F64, I64, BOOL = "float64", "int64", "bool"
 

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..backends.reference.interpreter import DEFAULT_MAX_ITERATIONS
+from ..backends.runtime import DEFAULT_MAX_ITERATIONS
 from ..errors import GraphError, NetworkError
 from ..tensor.dtypes import DTypeLike
 from ..tensor.types import TensorType
