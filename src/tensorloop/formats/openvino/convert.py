@@ -13,7 +13,7 @@ from ...ir.emit import Emitter
 from ...ir.graph import Graph, Value
 from ...tensor.dtypes import DType
 from ...tensor.types import TensorType
-from .ir import Layer, Net, Port
+from .document import Layer, Net, Port
 from .reader import ELEMENT_TYPES, PRECISIONS, Weights, parse_shape
 
 Converter = Callable[["LayerContext", list[Value | None]], list[Value]]

@@ -19,7 +19,7 @@ from ...ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
 from ...tensor.dtypes import DType
 from ...tensor.types import normalize_axis
 from .convert import LayerContext, Source, converter
-from .ir import Layer, PortMapEntry
+from .document import Layer, PortMapEntry
 
 INT64_MAX = np.iinfo(np.int64).max
 

@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import FormatError
 from ...tensor.dtypes import DType
 from ...tensor.types import UNKNOWN, Dim
-from .ir import Edge, Layer, Net, Port, PortMapEntry
+from .document import Branch, Edge, Layer, Net, Port, PortMapEntry
 
 ELEMENT_TYPES: dict[str, DType] = {
     "boolean": DType.bool, "bool": DType.bool,
@@ -160,26 +160,9 @@ def _read_layer(el: Any, version: int, where: str) -> Layer:
     body_el = el.find("body")
     if body_el is not None:
         layer.body = _read_net(body_el, f"{name}/body", version, where)
-    pm = el.find("port_map")
-    if pm is not None:
-        for kind, target in (("input", layer.input_map), ("output", layer.output_map)):
-            for entry in pm.findall(kind):
-                a = entry.attrib
-                try:
-                    target.append(
-                        PortMapEntry(
-                            external_port_id=int(a["external_port_id"]),
-                            internal_layer_id=a["internal_layer_id"],
-                            axis=_int_or_none(a.get("axis"), here, "axis"),
-                            start=_int_or_none(a.get("start"), here, "start"),
-                            end=_int_or_none(a.get("end"), here, "end"),
-                            stride=_int_or_none(a.get("stride"), here, "stride"),
-                            part_size=_int_or_none(a.get("part_size"), here, "part_size"),
-                            purpose=a.get("purpose"),
-                        )
-                    )
-                except (KeyError, ValueError) as exc:
-                    raise FormatError(f"{here}: malformed port_map {kind} {a}: {exc}") from None
+    _read_port_map(el.find("port_map"), layer.input_map, layer.output_map, here)
+    layer.then_branch = _read_branch(el, "then", name, version, where, here)
+    layer.else_branch = _read_branch(el, "else", name, version, where, here)
     be = el.find("back_edges")
     if be is not None:
         for edge in be.findall("edge"):
@@ -187,6 +170,43 @@ def _read_layer(el: Any, version: int, where: str) -> Layer:
                 raise FormatError(f"{here}: malformed back edge {dict(edge.attrib)}")
             layer.back_edges.append((edge.attrib["from-layer"], edge.attrib["to-layer"]))
     return layer
+
+
+def _read_port_map(
+    pm: Any, inputs: list[PortMapEntry], outputs: list[PortMapEntry], here: str
+) -> None:
+    if pm is None:
+        return
+    for kind, target in (("input", inputs), ("output", outputs)):
+        for entry in pm.findall(kind):
+            a = entry.attrib
+            try:
+                target.append(
+                    PortMapEntry(
+                        external_port_id=int(a["external_port_id"]),
+                        internal_layer_id=a["internal_layer_id"],
+                        axis=_int_or_none(a.get("axis"), here, "axis"),
+                        start=_int_or_none(a.get("start"), here, "start"),
+                        end=_int_or_none(a.get("end"), here, "end"),
+                        stride=_int_or_none(a.get("stride"), here, "stride"),
+                        part_size=_int_or_none(a.get("part_size"), here, "part_size"),
+                        purpose=a.get("purpose"),
+                    )
+                )
+            except (KeyError, ValueError) as exc:
+                raise FormatError(f"{here}: malformed {pm.tag} {kind} {a}: {exc}") from None
+
+
+def _read_branch(
+    el: Any, tag: str, name: str, version: int, where: str, here: str
+) -> Branch | None:
+    """An If layer's ``<then_body>`` with its ``<then_port_map>`` (or else), if it has one."""
+    body_el = el.find(f"{tag}_body")
+    if body_el is None:
+        return None
+    branch = Branch(_read_net(body_el, f"{name}/{tag}_body", version, where))
+    _read_port_map(el.find(f"{tag}_port_map"), branch.input_map, branch.output_map, here)
+    return branch
 
 
 class Weights:

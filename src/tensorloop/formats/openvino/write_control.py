@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from typing import Any
-
 import numpy as np
 
 from ...ir.branch import If
-from ...ir.graph import Value
+from ...ir.graph import Graph, Value
 from ...ir.loop import Loop
 from ...tensor.dtypes import DType
 from ...tensor.types import TensorType
+from .document import Branch, Layer, PortMapEntry
 from .write_net import (
     Call,
-    Layer,
     NetBuilder,
     Tensor,
     binary,
@@ -22,19 +19,17 @@ from .write_net import (
     dim_of,
     insert_unit,
     lower,
+    outputs_of,
     reverse,
     scalar,
 )
 
 
-def _map_entry(parent: ET.Element, tag: str, external: int, layer: Layer, **extra: Any) -> None:
-    attrs = {"external_port_id": str(external), "internal_layer_id": str(layer.id)}
-    attrs.update({k: str(v) for k, v in extra.items()})
-    ET.SubElement(parent, tag, attrs)
-
-
-def _concat_axis(axis: int) -> dict[str, int]:
-    return {"axis": axis, "start": 0, "end": -1, "stride": 1, "part_size": 1}
+def _entry(external: int, layer: Layer, axis: int | None = None) -> PortMapEntry:
+    """A port map rule; one with an axis slices or concatenates a part of 1 per iteration."""
+    if axis is None:
+        return PortMapEntry(external, layer.id)
+    return PortMapEntry(external, layer.id, axis=axis, start=0, end=-1, stride=1, part_size=1)
 
 
 def emit_loop(net: NetBuilder, call: Call) -> list[Tensor]:
@@ -59,7 +54,7 @@ def emit_loop(net: NetBuilder, call: Call) -> list[Tensor]:
     first = ins.initial_condition
     cond = first if first is not None else net.const(np.bool_(True))
 
-    sub = NetBuilder(net.file)
+    sub = NetBuilder(net.file, f"{name}/body")
     sub.scope = name  # for the layers written here; lower names the body's own after its nodes
     types = [_param_type(call, v) for v in body.inputs]
     params = [
@@ -89,27 +84,23 @@ def emit_loop(net: NetBuilder, call: Call) -> list[Tensor]:
         name=name,
     )
     iteration, carried_params, slice_params, invariant_params = loop.counts.split_params(params)
-    port_map, back_edges = ET.Element("port_map"), ET.Element("back_edges")
     external = iter(range(2, len(layer.inputs)))
     for prm, res in zip(carried_params, carried_results, strict=True):
-        _map_entry(port_map, "input", next(external), prm.layer)
-        ET.SubElement(
-            back_edges, "edge", {"from-layer": str(res.id), "to-layer": str(prm.layer.id)}
-        )
+        layer.input_map.append(_entry(next(external), prm.layer))
+        layer.back_edges.append((res.id, prm.layer.id))
     for prm, a in zip(slice_params, axes, strict=True):
-        _map_entry(port_map, "input", next(external), prm.layer, **_concat_axis(a))
+        layer.input_map.append(_entry(next(external), prm.layer, a))
     for prm in invariant_params:
-        _map_entry(port_map, "input", next(external), prm.layer)
+        layer.input_map.append(_entry(next(external), prm.layer))
+    layer.input_map.append(PortMapEntry(-1, iteration.layer.id, purpose="current_iteration"))
     outputs = iter(range(len(layer.inputs), len(layer.inputs) + len(layer.outputs)))
     for res in carried_results:
-        _map_entry(port_map, "output", next(outputs), res)
+        layer.output_map.append(_entry(next(outputs), res))
     for res, a in stacked_results:
-        _map_entry(port_map, "output", next(outputs), res, **_concat_axis(a))
-    _map_entry(port_map, "input", -1, iteration.layer, purpose="current_iteration")
-    _map_entry(port_map, "output", -1, cond_result, purpose="execution_condition")
-    layer.maps += [port_map, back_edges]
-    layer.bodies.append(sub.element("body"))
-    finals, stacks = loop.counts.split_outputs([layer.out(i) for i in range(len(layer.outputs))])
+        layer.output_map.append(_entry(next(outputs), res, a))
+    layer.output_map.append(PortMapEntry(-1, cond_result.id, purpose="execution_condition"))
+    layer.body = sub.net
+    finals, stacks = loop.counts.split_outputs(outputs_of(layer, call.outs))
     for j, ((_, a), st) in enumerate(zip(stacked_results, loop.stacked, strict=True)):
         if st.spec.reverse:
             stacks[j] = reverse(net, stacks[j], a)
@@ -157,16 +148,19 @@ def emit_if(net: NetBuilder, call: Call) -> list[Tensor]:
         "opset8",
         name=view.name or net.scope,
     )
-    # External ports: the condition is input 0, the captured values follow, outputs come after.
-    for tag, branch in (("then", view.then_branch), ("else", view.else_branch)):
-        sub = NetBuilder(net.file)
-        params = [sub.parameter(_param_type(call, v), v.name) for v in branch.inputs]
-        results = [sub.result(t) for t in lower(sub, branch, params)]
-        port_map = ET.Element(f"{tag}_port_map")
-        for i, p in enumerate(params):
-            _map_entry(port_map, "input", 1 + i, p.layer)
-        for j, res in enumerate(results):
-            _map_entry(port_map, "output", len(layer.inputs) + j, res)
-        layer.maps.append(port_map)
-        layer.bodies.append(sub.element(f"{tag}_body"))
-    return [layer.out(i) for i in range(len(layer.outputs))]
+    layer.then_branch = _branch(net, call, view.then_branch, layer, "then")
+    layer.else_branch = _branch(net, call, view.else_branch, layer, "else")
+    return outputs_of(layer, call.outs)
+
+
+def _branch(net: NetBuilder, call: Call, graph: Graph, layer: Layer, tag: str) -> Branch:
+    """One branch of an If layer. External ports: the condition is input 0, the captured values
+    follow, the outputs come after the inputs."""
+    sub = NetBuilder(net.file, f"{layer.name}/{tag}_body")
+    params = [sub.parameter(_param_type(call, v), v.name) for v in graph.inputs]
+    results = [sub.result(t) for t in lower(sub, graph, params)]
+    return Branch(
+        sub.net,
+        [_entry(1 + i, p.layer) for i, p in enumerate(params)],
+        [_entry(len(layer.inputs) + j, r) for j, r in enumerate(results)],
+    )

@@ -1,10 +1,9 @@
-"""The OpenVINO IR being written: layers, output-port handles, nets and constant folding."""
+"""Building an OpenVINO IR document: nets layer by layer, port handles, constant folding."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -15,91 +14,50 @@ from ...ir.opdef import get_opdef
 from ...ops.shape import INT64_MIN
 from ...tensor.dtypes import DType
 from ...tensor.types import UNKNOWN, Dim, TensorType, normalize_axis, tensor_type_of
+from .document import Array, Edge, Layer, Net, Port
 from .reader import ELEMENT_TYPES, PRECISIONS
+
+IR_VERSION = 11
 
 # The reader's tables accept aliases; the first spelling of each type is the one OpenVINO writes.
 _ELEMENT_NAMES = {dt: name for name, dt in reversed(ELEMENT_TYPES.items())}
 _PRECISION_NAMES = {dt: name for name, dt in reversed(PRECISIONS.items())}
 I64 = TensorType(DType.int64, ())
 
-Array = np.ndarray[Any, Any]
-
-
-# -- the document: layers, tensors (output ports), nets -------------------------------------------
-@dataclass(eq=False)
-class Layer:
-    id: int
-    name: str
-    type: str
-    version: str
-    data: dict[str, str]
-    inputs: list[TensorType]
-    outputs: list[TensorType]
-    names: list[list[str]]
-    """Tensor names per output port: model inputs and outputs are found by these."""
-    maps: list[ET.Element] = field(default_factory=list)
-    """Port maps and back edges, written before the ports as OpenVINO does."""
-    bodies: list[ET.Element] = field(default_factory=list)
-
-    def out(self, index: int = 0, value: Array | None = None) -> Tensor:
-        return Tensor(self, index, self.outputs[index], value)
-
-    def element(self) -> ET.Element:
-        el = ET.Element(
-            "layer",
-            {"id": str(self.id), "name": self.name, "type": self.type, "version": self.version},
-        )
-        if self.data:
-            ET.SubElement(el, "data", self.data)
-        el.extend(self.maps)
-        if self.inputs:  # port ids run on from the inputs through the outputs
-            section = ET.SubElement(el, "input")
-            for i, t in enumerate(self.inputs):
-                _port(section, i, t, ())
-        if self.outputs:
-            section = ET.SubElement(el, "output")
-            for j, (t, names) in enumerate(zip(self.outputs, self.names, strict=True)):
-                _port(section, len(self.inputs) + j, t, names)
-        el.extend(self.bodies)
-        return el
-
-
-def _port(parent: ET.Element, port_id: int, t: TensorType, names: Sequence[str]) -> None:
-    attrs = {"id": str(port_id), "precision": _ov_name(_PRECISION_NAMES, t.dtype)}
-    if names:
-        attrs["names"] = ",".join(n.replace(",", "\\,") for n in names)
-    port = ET.SubElement(parent, "port", attrs)
-    for d in t.shape or ():  # an unknown rank is written with no dims, as OpenVINO does
-        ET.SubElement(port, "dim").text = str(d) if isinstance(d, int) else "-1"
-
 
 @dataclass(frozen=True, eq=False)
 class Tensor:
-    """One output port of a layer: where an edge starts. ``value`` is a Const's data."""
+    """An output port of a layer being written (where an edge starts), with its type."""
 
     layer: Layer
     index: int
     type: TensorType
-    value: Array | None = None
 
     @property
-    def port_id(self) -> int:
-        return len(self.layer.inputs) + self.index
+    def port(self) -> Port:
+        return self.layer.outputs[self.index]
+
+    @property
+    def value(self) -> Array | None:
+        """A Const's data, which the helpers below fold."""
+        return self.layer.value
 
     @property
     def rank(self) -> int | None:
         return self.type.rank
 
 
+def outputs_of(layer: Layer, types: Sequence[TensorType]) -> list[Tensor]:
+    return [Tensor(layer, j, t) for j, t in enumerate(types)]
+
+
 class File:
-    """State shared by every net of one save: the weights, layer names, variables."""
+    """State shared by every net of one save: the op table, layer names, variables."""
 
     def __init__(self, root: Graph, emitters: Mapping[str, Emitter]) -> None:
         self.root = root
         self.emitters = emitters
         """How each op is written: the writer's table of emitters."""
-        self.weights = bytearray()
-        self._blobs: dict[bytes, int] = {}
         self._names: set[str] = set()
         self.read_values: dict[str, Tensor] = {}
         self.assigned: set[str] = set()
@@ -111,13 +69,6 @@ class File:
             name = f"{hint}_{n}"
         self._names.add(name)
         return name
-
-    def store(self, data: Array) -> tuple[int, int]:
-        raw = np.ascontiguousarray(data).tobytes()
-        if raw not in self._blobs:  # identical constants (axes, zeros, ...) share their bytes
-            self._blobs[raw] = len(self.weights)
-            self.weights += raw
-        return self._blobs[raw], len(raw)
 
 
 def shape_text(t: TensorType, sep: str = ",") -> str:
@@ -141,14 +92,18 @@ def _ov_name(table: dict[DType, str], dt: DType) -> str:
         raise FormatError(f"OpenVINO IR has no element type for {dt.value}") from None
 
 
-class NetBuilder:
-    """One OpenVINO net (the model, or a Loop/If body) being written, layer by layer."""
+def _port(port_id: int, t: TensorType) -> Port:
+    return Port(port_id, _ov_name(_PRECISION_NAMES, t.dtype), t.shape)
 
-    def __init__(self, file: File, top: bool = False) -> None:
+
+class NetBuilder:
+    """Adds layers to one net of the document (the model, or a Loop/If body), naming them after
+    the node being lowered."""
+
+    def __init__(self, file: File, name: str, top: bool = False) -> None:
         self.file = file
         self.top = top
-        self.layers: list[Layer] = []
-        self.edges: list[tuple[int, int, int, int]] = []
+        self.net = Net(name, IR_VERSION, {}, [])
         self.scope = "layer"
         """The node being lowered: its layers are named after it."""
 
@@ -162,18 +117,17 @@ class NetBuilder:
         **data: Any,
     ) -> Layer:
         layer = Layer(
-            len(self.layers),
+            str(len(self.net.layers)),
             self.file.unique(name or f"{self.scope}/{type_}"),
             type_,
             version,
             {k: _data_text(v) for k, v in data.items()},
-            [t.type for t in inputs],
-            list(outputs),
-            [[] for _ in outputs],
+            [_port(i, t.type) for i, t in enumerate(inputs)],
+            [_port(len(inputs) + j, t) for j, t in enumerate(outputs)],
         )
         for port, t in enumerate(inputs):
-            self.edges.append((t.layer.id, t.port_id, layer.id, port))
-        self.layers.append(layer)
+            self.net.edges.append(Edge(t.layer.id, t.port.id, layer.id, port))
+        self.net.layers[layer.id] = layer
         return layer
 
     def layer(
@@ -184,8 +138,7 @@ class NetBuilder:
         version: str = "opset1",
         **data: Any,
     ) -> list[Tensor]:
-        layer = self.add(type_, inputs, outputs, version, **data)
-        return [layer.out(i) for i in range(len(outputs))]
+        return outputs_of(self.add(type_, inputs, outputs, version, **data), outputs)
 
     def op(
         self,
@@ -200,40 +153,25 @@ class NetBuilder:
     def const(self, value: Any, dtype: DType | None = None) -> Tensor:
         data = np.asarray(value, dtype=None if dtype is None else dtype.numpy)
         t = tensor_type_of(data)
-        offset, size = self.file.store(data)
-        layer = self.add(
-            "Const",
-            [],
-            [t],
-            element_type=t.dtype,
-            shape=shape_text(t, ", "),
-            offset=offset,
-            size=size,
-        )
-        return layer.out(0, data)
+        layer = self.add("Const", [], [t], element_type=t.dtype, shape=shape_text(t, ", "))
+        layer.value = data  # serializing stores it in the .bin and adds offset and size
+        return Tensor(layer, 0, t)
 
     def ints(self, values: Sequence[int] | int) -> Tensor:
         return self.const(np.asarray(values, dtype=np.int64))
 
     def parameter(self, t: TensorType, name: str) -> Tensor:
         layer = self.add("Parameter", [], [t], name=name, shape=shape_text(t), element_type=t.dtype)
-        return layer.out()
+        return Tensor(layer, 0, t)
 
     def result(self, t: Tensor) -> Layer:
         return self.add("Result", [t], [], name=f"{t.layer.name}/result")
 
-    def element(self, tag: str, attrs: Mapping[str, str] | None = None) -> ET.Element:
-        root = ET.Element(tag, dict(attrs or {}))
-        layers = ET.SubElement(root, "layers")
-        layers.extend(layer.element() for layer in self.layers)
-        edges = ET.SubElement(root, "edges")
-        for a, b, c, d in self.edges:
-            ET.SubElement(
-                edges,
-                "edge",
-                {"from-layer": str(a), "from-port": str(b), "to-layer": str(c), "to-port": str(d)},
-            )
-        return root
+    @staticmethod
+    def name_tensor(t: Tensor, name: str) -> None:
+        """Give the tensor of ``t``'s port another name (model inputs and outputs)."""
+        port = t.port
+        t.layer.outputs[t.index] = replace(port, names=(*port.names, name))
 
 
 # -- small helpers that fold constants so the IR stays readable -----------------------------------

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import Any
 
 from ...errors import FormatError
@@ -12,10 +10,10 @@ from ...io import saver
 from ...model import Model
 from ...tensor.types import TensorType
 from .write_control import emit_if, emit_loop
-from .write_net import Emitter, File, NetBuilder, Tensor, lower
+from .write_net import IR_VERSION, Emitter, File, NetBuilder, Tensor, lower
 from .write_ops import OP_EMITTERS
 
-IR_VERSION = 11
+__all__ = ["IR_VERSION", "write_openvino"]
 
 _EMITTERS: dict[str, Emitter] = {**OP_EMITTERS, "Loop": emit_loop, "If": emit_if}
 """How each op is written (tests check that every one is covered)."""
@@ -26,30 +24,23 @@ def write_openvino(
 ) -> None:
     """Write ``model`` as OpenVINO IR: ``path`` (XML) and its weights (``.bin`` beside it)."""
     graph = model.graph
-    file = File(graph, _EMITTERS)
-    net = NetBuilder(file, top=True)
+    top = NetBuilder(File(graph, _EMITTERS), graph.name, top=True)
     params: list[Tensor] = []
     for v in graph.inputs:
         if not isinstance(v.type, TensorType):
             raise FormatError(f"input '{v.name}' is {v.type}; OpenVINO IR holds tensors only")
-        params.append(net.parameter(v.type, v.name))
-        params[-1].layer.names[0].append(v.name)
-    outs = lower(net, graph, params)
+        params.append(top.parameter(v.type, v.name))
+        top.name_tensor(params[-1], v.name)
+    outs = lower(top, graph, params)
     for v, t in zip(graph.outputs, outs, strict=True):
-        if t.layer.names[t.index]:
+        if t.port.names:
             # The tensor already carries an input's or another output's name; a same-type Convert
             # gives this output a tensor of its own to name.
-            net.scope = v.name
-            t = _convert_copy(net, t)
-        t.layer.names[t.index].append(v.name)
-        net.result(t)
-    root = net.element("net", {"name": graph.name, "version": str(IR_VERSION)})
-    ET.indent(root, "\t")
-    xml = ET.tostring(root, encoding="utf-8", xml_declaration=True)
-    Path(path).write_bytes(xml)
-    Path(bin_path if bin_path is not None else Path(path).with_suffix(".bin")).write_bytes(
-        bytes(file.weights)
-    )
+            top.scope = v.name
+            t = _convert_copy(top, t)
+        top.name_tensor(t, v.name)
+        top.result(t)
+    top.net.save(path, bin_path)
 
 
 def _convert_copy(net: NetBuilder, t: Tensor) -> Tensor:
