@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import FormatError, GraphError
+from ...errors import FormatError
 from ...ir.graph import Graph, Node, Value
 from ...ir.opdef import get_opdef
 from ...ops.shape import INT64_MIN
@@ -287,10 +287,7 @@ class Call:
             if axis >= 0:
                 return axis
             raise self.error(f"{what} {axis} counts from the end of a tensor of unknown rank")
-        try:
-            return normalize_axis(axis, rank, what)
-        except GraphError as exc:
-            raise self.error(str(exc)) from None
+        return normalize_axis(axis, rank, what, error=self.error)
 
 
 Emitter = Callable[["NetBuilder", "Call"], list["Tensor"]]
