@@ -182,7 +182,7 @@ class TraceBody:
         parent = current_frame()
         graph = Graph(name)
         # One name space for the whole build, so a traced name means one value.
-        graph._names, graph._counter = parent.graph._names, parent.graph._counter
+        graph.share_names(parent.graph)
         self.frame = Frame(graph, parent)
 
     def __enter__(self) -> Frame:

@@ -179,6 +179,10 @@ class Graph:
                 self._names.add(candidate)
                 return candidate
 
+    def share_names(self, other: Graph) -> None:
+        """Draw value names from ``other``'s name space, so a name means one value in both."""
+        self._names, self._counter = other._names, other._counter
+
     def rename(self, value: Value, name: str) -> bool:
         """Give ``value`` the name ``name`` if no other value of this graph holds it."""
         if value.name == name:

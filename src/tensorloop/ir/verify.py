@@ -48,7 +48,7 @@ def _verify_graph(graph: Graph, root: Graph, problems: list[str], scope: str) ->
                     else "is not defined in this graph (bodies are closed: pass it as an input)"
                 )
                 problems.append(f"{where}: input #{i} %{v.name} {why}")
-            if Use(node, i) not in v._uses:
+            if Use(node, i) not in v.uses:
                 problems.append(f"{where}: input #{i} %{v.name} does not list this use")
         for j, out in enumerate(node.outputs):
             if out.producer is not node or out.index != j:

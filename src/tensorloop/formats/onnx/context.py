@@ -44,6 +44,15 @@ class ConversionScope(Protocol):
         """The value named ``name``; one from an enclosing graph becomes a captured input."""
         ...
 
+    def nested(self, graph: Graph, label: str) -> ConversionScope:
+        """A scope for ``graph``, built inside this one (``path/label``), capturing from it."""
+        ...
+
+    @property
+    def captured(self) -> list[Value]:
+        """The outer values this scope's graph captured, in parameter order."""
+        ...
+
     def convert_subgraph(
         self,
         proto: onnx.GraphProto,

@@ -191,6 +191,13 @@ class Scope:
                 self.graph.rename(value, name)
             self.bind(name, value)
 
+    def nested(self, graph: Graph, label: str) -> Scope:
+        return Scope(graph, self, self.source, f"{self.path}/{label}")
+
+    @property
+    def captured(self) -> list[Value]:
+        return [outer for outer, _ in self.captures]
+
     def convert_subgraph(
         self,
         proto: onnx.GraphProto,
@@ -199,9 +206,8 @@ class Scope:
         param_types: Sequence[Type | None] | None,
     ) -> tuple[Graph, list[Value]]:
         """A graph attribute as a closed Graph plus the outer values its extra parameters take."""
-        path = f"{self.path}/{ctx.node.name or ctx.op_type}.{key}"
         graph = Graph(proto.name or key)
-        child = Scope(graph, self, self.source, path)
+        child = self.nested(graph, f"{ctx.node.name or ctx.op_type}.{key}")
         types = list(param_types or [])
         if param_types is not None and len(types) != len(proto.input):
             raise ctx.error(
@@ -220,7 +226,7 @@ class Scope:
             child.bind(vi.name, graph.add_input(vi.name, t))
         child.convert_body(proto)
         graph.set_outputs([child.result(vi) for vi in proto.output])
-        return graph, [outer for outer, _ in child.captures]
+        return graph, child.captured
 
 
 def _agrees(declared: Type, actual: Type) -> bool:

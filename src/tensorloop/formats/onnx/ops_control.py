@@ -240,9 +240,7 @@ def _scan8(ctx: NodeContext) -> list[Value]:
         outer.add_input(f"in{j}", _element_type(ctx, v.type, 0, f"input #{j + 1}"))
         for j, v in enumerate(values)
     ]
-    from .importer import Scope
-
-    inner_scope = Scope(outer, ctx.scope, ctx.scope.source, f"{ctx.scope.path}/scan8")
+    inner_scope = ctx.scope.nested(outer, "scan8")
     inner_ctx = NodeContext(
         ctx.node, ctx.opset, list(ctx.inputs), dict(ctx.attrs), Emitter(outer), inner_scope,
         ctx.where,
@@ -250,7 +248,7 @@ def _scan8(ctx: NodeContext) -> list[Value]:
     outs = _scan_loop(inner_ctx, params[1 : 1 + n], params[1 + n :])
     em = Emitter(outer)
     outer.set_outputs([em.const(np.bool_(True)), *outs])
-    captured = [o for o, _ in inner_scope.captures]
+    captured = inner_scope.captured
     inputs, attrs = Loop.operands(
         outer,
         sliced=[(v, Sliced(0)) for v in values],
