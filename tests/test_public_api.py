@@ -19,52 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # The packages whose __all__ is the public API (tensorloop.network only if it defines one).
 MODULES = ["tensorloop", "tensorloop.network"]
 
-# Names without documentation today. Each is an expected failure (strict: documenting one makes
-# its test pass unexpectedly, which fails until the name is taken off this list); adding a new
-# undocumented name fails outright.
-KNOWN_UNDOCUMENTED = {
-    "tensorloop": {
-        "DEFAULT_MAX_ITERATIONS",
-        "arange",
-        "argmax",
-        "cast",
-        "concat",
-        "cumsum",
-        "expand",
-        "gather",
-        "size",
-        "softmax",
-        "squeeze",
-        "transpose",
-        "unsqueeze",
-    },
-    "tensorloop.network": {
-        "ActivationType",
-        "IActivationLayer",
-        "ICastLayer",
-        "IConcatenationLayer",
-        "IConstantLayer",
-        "IElementWiseLayer",
-        "IGatherLayer",
-        "IIdentityLayer",
-        "IIteratorLayer",
-        "ILoopBoundaryLayer",
-        "ILoopOutputLayer",
-        "IMatrixMultiplyLayer",
-        "IRecurrenceLayer",
-        "IReduceLayer",
-        "ISelectLayer",
-        "ITripLimitLayer",
-        "IUnaryLayer",
-        "LayerType",
-        "LoopOutputKind",
-        "MatrixOperation",
-        "ReduceOperation",
-        "TopKOperation",
-        "UnaryOperation",
-    },
-}
-
 
 def public_names(module: ModuleType) -> list[Any]:
     names = getattr(module, "__all__", None)
@@ -76,14 +30,11 @@ def public_names(module: ModuleType) -> list[Any]:
 
 
 def _cases() -> list[Any]:
-    cases = []
-    for module_name in MODULES:
-        for name in getattr(importlib.import_module(module_name), "__all__", ()):
-            marks = []
-            if name in KNOWN_UNDOCUMENTED.get(module_name, ()):
-                marks.append(pytest.mark.xfail(strict=True, reason="not documented yet"))
-            cases.append(pytest.param(module_name, name, marks=marks, id=f"{module_name}.{name}"))
-    return cases
+    return [
+        pytest.param(module_name, name, id=f"{module_name}.{name}")
+        for module_name in MODULES
+        for name in getattr(importlib.import_module(module_name), "__all__", ())
+    ]
 
 
 def _docs_text() -> str:
@@ -154,11 +105,3 @@ def test_every_public_name_is_documented(module_name: str, name: str) -> None:
         f"{module_name}.{name}: a constant or enum with no docstring that neither README.md "
         "nor docs/*.md mentions"
     )
-
-
-@pytest.mark.parametrize("module_name", MODULES)
-def test_known_undocumented_names_are_still_public(module_name: str) -> None:
-    """The expected failures above name only what is public, so none of them is stale."""
-    names = set(public_names(importlib.import_module(module_name)))
-    stale = sorted(KNOWN_UNDOCUMENTED.get(module_name, set()) - names)
-    assert not stale, f"no longer in {module_name}.__all__; drop from KNOWN_UNDOCUMENTED: {stale}"

@@ -20,11 +20,11 @@ def _unary(op: str) -> Callable[[TensorLike], Tensor]:
     return fn
 
 
-def _binop(op: str) -> Callable[[TensorLike, TensorLike], Tensor]:
+def _binop(op: str, doc: str | None = None) -> Callable[[TensorLike, TensorLike], Tensor]:
     def fn(a: TensorLike, b: TensorLike) -> Tensor:
         return _binary(op, a, b)
 
-    fn.__doc__ = f"Element-wise {op}, with NumPy broadcasting."
+    fn.__doc__ = doc or f"Element-wise {op}, with NumPy broadcasting."
     return fn
 
 
@@ -35,7 +35,11 @@ add, sub, mul, div, pow = (_binop(o) for o in ("Add", "Sub", "Mul", "Div", "Pow"
 equal, less, greater = (_binop(o) for o in ("Equal", "Less", "Greater"))
 less_equal, greater_equal = _binop("LessOrEqual"), _binop("GreaterOrEqual")
 logical_and, logical_or, logical_xor = (_binop(o) for o in ("And", "Or", "Xor"))
-matmul = _binop("MatMul")
+matmul = _binop(
+    "MatMul",
+    "Matrix product ``a @ b`` (ONNX MatMul): NumPy matmul semantics, so 1-D operands act as "
+    "vectors and leading dims broadcast as a batch.",
+)
 
 
 def minimum(*xs: TensorLike) -> Tensor:
@@ -60,6 +64,7 @@ def where(cond: TensorLike, x: TensorLike, y: TensorLike) -> Tensor:
 
 
 def softmax(x: TensorLike, axis: int = -1) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``axis`` (default the last), the ONNX Softmax op."""
     return emit("Softmax", [as_tensor(x)], {"axis": axis})
 
 
@@ -91,18 +96,26 @@ def reshape(x: TensorLike, shape: Sequence[int] | Tensor) -> Tensor:
 
 
 def transpose(x: TensorLike, perm: Sequence[int] | None = None) -> Tensor:
+    """``x`` with its axes permuted: output axis ``i`` is input axis ``perm[i]``; no ``perm``
+    reverses the axes (ONNX Transpose)."""
     return emit("Transpose", [as_tensor(x)], {} if perm is None else {"perm": tuple(perm)})
 
 
 def squeeze(x: TensorLike, axes: Sequence[int] | None = None) -> Tensor:
+    """``x`` without the size-1 dims at ``axes`` (negative counts from the end); no ``axes``
+    drops every size-1 dim (ONNX Squeeze)."""
     return emit("Squeeze", [as_tensor(x), None if axes is None else _ints(axes)])
 
 
 def unsqueeze(x: TensorLike, axes: Sequence[int] | int) -> Tensor:
+    """``x`` with size-1 dims inserted so that they sit at ``axes`` of the output (an int: one
+    axis; negative counts from the output's end) (ONNX Unsqueeze)."""
     return emit("Unsqueeze", [as_tensor(x), _ints([axes] if isinstance(axes, int) else axes)])
 
 
 def concat(xs: Sequence[TensorLike], axis: int = 0) -> Tensor:
+    """The tensors ``xs`` joined end to end along ``axis``; their other dims must agree (ONNX
+    Concat)."""
     return emit("Concat", [as_tensor(x) for x in xs], {"axis": axis})
 
 
@@ -127,11 +140,15 @@ def slice(
 
 
 def gather(x: TensorLike, indices: TensorLike, axis: int = 0) -> Tensor:
+    """The entries of ``x`` along ``axis`` picked by the integer ``indices`` (negative counts
+    from the end); that axis is replaced by the indices' dims (ONNX Gather)."""
     idx = indices if isinstance(indices, Tensor) else constant(np.asarray(indices, np.int64))
     return emit("Gather", [as_tensor(x), idx], {"axis": axis})
 
 
 def expand(x: TensorLike, shape: Sequence[int] | Tensor) -> Tensor:
+    """``x`` broadcast with ``shape`` by NumPy's rules (a 1 in ``shape`` keeps ``x``'s dim, so the
+    result may be larger than ``shape``) (ONNX Expand)."""
     return emit("Expand", [as_tensor(x), _ints(shape)])
 
 
@@ -141,6 +158,7 @@ def shape_of(x: TensorLike) -> Tensor:
 
 
 def size(x: TensorLike) -> Tensor:
+    """The number of elements of ``x`` as an int64 scalar (ONNX Size)."""
     return emit("Size", [as_tensor(x)])
 
 
@@ -155,11 +173,15 @@ def _np(d: DTypeLike) -> Any:
 
 
 def arange(start: TensorLike, limit: TensorLike, delta: TensorLike = 1) -> Tensor:
+    """The 1-D tensor ``start, start + delta, ...`` up to but excluding ``limit`` (ONNX Range).
+    The three scalars share one element type: Python numbers for ``limit`` and ``delta`` take
+    ``start``'s."""
     s = as_tensor(start)
     return emit("Range", [s, as_tensor(limit, s.dtype), as_tensor(delta, s.dtype)])
 
 
 def cast(x: TensorLike, to: DTypeLike) -> Tensor:
+    """``x`` converted to element type ``to`` by ONNX's conversion rules (ONNX Cast)."""
     return emit("Cast", [as_tensor(x)], {"to": dtype(to)})
 
 
@@ -185,9 +207,13 @@ reduce_max, reduce_min = _reduce("ReduceMax"), _reduce("ReduceMin")
 
 
 def argmax(x: TensorLike, axis: int = 0, keepdims: bool = False) -> Tensor:
+    """The int64 index of the largest entry along ``axis`` (the first one on ties), that axis
+    dropped unless ``keepdims`` (ONNX ArgMax)."""
     return emit("ArgMax", [as_tensor(x)], {"axis": axis, "keepdims": int(keepdims)})
 
 
 def cumsum(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+    """Running sums of ``x`` along ``axis`` (ONNX CumSum): ``exclusive`` leaves each entry out of
+    its own sum; ``reverse`` sums from the end."""
     attrs = {"exclusive": int(exclusive), "reverse": int(reverse)}
     return emit("CumSum", [as_tensor(x), constant(np.int64(axis))], attrs)

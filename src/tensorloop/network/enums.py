@@ -6,6 +6,8 @@ import enum
 
 
 class LayerType(enum.Enum):
+    """What kind of layer a layer is (TensorRT's ``LayerType``): each layer's ``type``."""
+
     CONSTANT = "constant"
     ELEMENTWISE = "elementwise"
     ACTIVATION = "activation"
@@ -29,6 +31,9 @@ class LayerType(enum.Enum):
 
 
 class ElementWiseOperation(enum.Enum):
+    """The binary operation of an elementwise layer (TensorRT's ``ElementWiseOperation``); the
+    value is the core op it lowers to (FLOOR_DIV has none of its own)."""
+
     SUM = "Add"
     PROD = "Mul"
     MAX = "Max"
@@ -46,6 +51,9 @@ class ElementWiseOperation(enum.Enum):
 
 
 class ActivationType(enum.Enum):
+    """The function of an activation layer (TensorRT's ``ActivationType``); ``alpha`` and
+    ``beta`` parameterize some of them (see ACTIVATION_DEFAULTS)."""
+
     RELU = "relu"
     SIGMOID = "sigmoid"
     TANH = "tanh"
@@ -77,6 +85,9 @@ ACTIVATION_DEFAULTS: dict[ActivationType, tuple[float, float]] = {
 
 
 class UnaryOperation(enum.Enum):
+    """The element-wise function of a unary layer (TensorRT's ``UnaryOperation``); the value is
+    the core op it lowers to."""
+
     EXP = "Exp"
     LOG = "Log"
     SQRT = "Sqrt"
@@ -105,12 +116,18 @@ class UnaryOperation(enum.Enum):
 
 
 class MatrixOperation(enum.Enum):
+    """How a matrix multiply layer reads one operand (TensorRT's ``MatrixOperation``): NONE as
+    is, TRANSPOSE with its last two dims swapped, VECTOR as a batch of vectors (last dim)."""
+
     NONE = "none"
     TRANSPOSE = "transpose"
     VECTOR = "vector"
 
 
 class ReduceOperation(enum.Enum):
+    """The reduction of a reduce layer (TensorRT's ``ReduceOperation``); the value is the core
+    op it lowers to (AVG: ReduceMean)."""
+
     SUM = "ReduceSum"
     PROD = "ReduceProd"
     MAX = "ReduceMax"
@@ -119,5 +136,8 @@ class ReduceOperation(enum.Enum):
 
 
 class TopKOperation(enum.Enum):
+    """Whether a top-k layer keeps the largest (MAX) or smallest (MIN) entries (TensorRT's
+    ``TopKOperation``); the value is ONNX TopK's ``largest`` attribute."""
+
     MAX = 1
     MIN = 0

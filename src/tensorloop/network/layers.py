@@ -316,6 +316,8 @@ def axes_of(layer: ILayer, mask: int, rank: int) -> list[int]:
 
 
 class IConstantLayer(ILayer):
+    """A tensor of fixed ``weights`` and ``shape`` (TensorRT's ``IConstantLayer``)."""
+
     type = LayerType.CONSTANT
     max_inputs = 0
 

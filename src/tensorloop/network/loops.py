@@ -28,11 +28,18 @@ if TYPE_CHECKING:
 
 
 class TripLimit(enum.Enum):
+    """What a trip limit layer's input is (TensorRT's ``TripLimit``): COUNT, a 0-D integer
+    iteration count; WHILE, a 0-D bool that must hold for each iteration to run."""
+
     COUNT = "count"
     WHILE = "while"
 
 
 class LoopOutput(enum.Enum):
+    """What a loop output layer yields (TensorRT's ``LoopOutput``, also exported as
+    ``LoopOutputKind``): LAST_VALUE, a recurrence's final value; CONCATENATE, every iteration's
+    value stacked on a new axis; REVERSE, that stack reversed along the axis."""
+
     LAST_VALUE = "last_value"
     CONCATENATE = "concatenate"
     REVERSE = "reverse"
@@ -100,6 +107,9 @@ class ILoop:
 
 
 class ILoopBoundaryLayer(ILayer):
+    """A layer that defines a loop (TensorRT's ``ILoopBoundaryLayer``): the base of trip limit,
+    iterator, recurrence and loop output layers; ``get_loop()`` is its loop."""
+
     def __init__(self, loop: ILoop, inputs: list[ITensor | None], num_outputs: int = 1) -> None:
         self.loop = loop
         super().__init__(loop.network, inputs, num_outputs)
@@ -118,6 +128,9 @@ def _scalar_of(layer: ILayer, t: TensorType, what: str, dtypes: tuple[DType, ...
 
 
 class ITripLimitLayer(ILoopBoundaryLayer):
+    """Limits the number of iterations of its loop (TensorRT's ``ITripLimitLayer``): a COUNT or
+    WHILE trip limit, with no outputs."""
+
     type = LayerType.TRIP_LIMIT
 
     def __init__(self, loop: ILoop, tensor: ITensor, kind: TripLimit) -> None:
@@ -140,6 +153,9 @@ class ITripLimitLayer(ILoopBoundaryLayer):
 
 
 class IIteratorLayer(ILoopBoundaryLayer):
+    """Outputs slice ``i`` of its input along ``axis`` on iteration ``i`` (from the end when
+    ``reverse``), that axis dropped (TensorRT's ``IIteratorLayer``)."""
+
     type = LayerType.ITERATOR
     axis: Setting[int] = Setting()
     reverse: Setting[bool] = Setting()
@@ -180,6 +196,9 @@ class IIteratorLayer(ILoopBoundaryLayer):
 
 
 class IRecurrenceLayer(ILoopBoundaryLayer):
+    """A loop-carried value (TensorRT's ``IRecurrenceLayer``): input 0 on the first iteration,
+    then input 1 as computed on the iteration before."""
+
     type = LayerType.RECURRENCE
     max_inputs = 2
     back_edge_inputs = (1,)
@@ -220,6 +239,9 @@ class IRecurrenceLayer(ILoopBoundaryLayer):
 
 
 class ILoopOutputLayer(ILoopBoundaryLayer):
+    """A loop's result outside it (TensorRT's ``ILoopOutputLayer``): a recurrence's last value,
+    or every iteration's value stacked on a new ``axis`` (input 1: the stack's length)."""
+
     type = LayerType.LOOP_OUTPUT
     max_inputs = 2
     axis: Setting[int] = Setting()

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 
 class IElementWiseLayer(ILayer):
+    """``op(a, b)`` element by element, broadcasting size-1 dims between equal ranks
+    (TensorRT's ``IElementWiseLayer``)."""
+
     type = LayerType.ELEMENTWISE
     max_inputs = 2
     op: Setting[ElementWiseOperation] = Setting()
@@ -57,6 +60,9 @@ class IElementWiseLayer(ILayer):
 
 
 class IActivationLayer(ILayer):
+    """An activation function applied element-wise, some parameterized by ``alpha`` and
+    ``beta`` (TensorRT's ``IActivationLayer``)."""
+
     type = LayerType.ACTIVATION
     type_: Setting[ActivationType] = Setting()
     alpha: Setting[float] = Setting()
@@ -108,6 +114,8 @@ class IActivationLayer(ILayer):
 
 
 class IUnaryLayer(ILayer):
+    """A unary function (exp, log, abs, ...) applied element-wise (TensorRT's ``IUnaryLayer``)."""
+
     type = LayerType.UNARY
     op: Setting[UnaryOperation] = Setting()
 
@@ -120,6 +128,9 @@ class IUnaryLayer(ILayer):
 
 
 class IMatrixMultiplyLayer(ILayer):
+    """The matrix product of its two inputs, each read as is, transposed or as a vector per its
+    ``MatrixOperation`` (TensorRT's ``IMatrixMultiplyLayer``)."""
+
     type = LayerType.MATRIX_MULTIPLY
     max_inputs = 2
     op0: Setting[MatrixOperation] = Setting()
@@ -171,6 +182,9 @@ class IMatrixMultiplyLayer(ILayer):
 
 
 class IReduceLayer(ILayer):
+    """Reduces its input (sum, product, max, min or average) over the axes set in the ``axes``
+    bitmask, keeping them as size 1 when ``keep_dims`` (TensorRT's ``IReduceLayer``)."""
+
     type = LayerType.REDUCE
     op: Setting[ReduceOperation] = Setting()
     axes: Setting[int] = Setting()
@@ -191,6 +205,9 @@ class IReduceLayer(ILayer):
 
 
 class ISelectLayer(ILayer):
+    """``a`` where the bool ``cond`` holds, else ``b``, element by element (TensorRT's
+    ``ISelectLayer``)."""
+
     type = LayerType.SELECT
     max_inputs = 3
 
@@ -201,6 +218,8 @@ class ISelectLayer(ILayer):
 
 
 class ICastLayer(ILayer):
+    """Its input converted to the element type ``to_type`` (TensorRT's ``ICastLayer``)."""
+
     type = LayerType.CAST
     to_type: Setting[DType] = Setting()
 

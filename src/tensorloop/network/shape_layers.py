@@ -198,6 +198,8 @@ class ISliceLayer(ILayer):
 
 
 class IConcatenationLayer(ILayer):
+    """Its inputs joined along ``axis`` (TensorRT's ``IConcatenationLayer``)."""
+
     type = LayerType.CONCATENATION
     settings_follow = True
     axis: Setting[int] = Setting()
@@ -217,6 +219,9 @@ class IConcatenationLayer(ILayer):
 
 
 class IGatherLayer(ILayer):
+    """The entries of input 0 along ``axis`` picked by the integer indices of input 1, in
+    TensorRT's default gather mode (TensorRT's ``IGatherLayer``)."""
+
     type = LayerType.GATHER
     max_inputs = 2
     axis: Setting[int] = Setting()
@@ -232,6 +237,8 @@ class IGatherLayer(ILayer):
 
 
 class IIdentityLayer(ILayer):
+    """Its input, unchanged (TensorRT's ``IIdentityLayer``)."""
+
     type = LayerType.IDENTITY
 
     def emit(self, em: Emitter, args: list[Value | None]) -> list[Value]:
