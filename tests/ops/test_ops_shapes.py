@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from onnx import TensorProto, helper
 from ops_harness import FAST, I64_MAX, C, T, build, close, dyn, floating, infer, rand, run, run1
 
+from onnx_oracle import one_node, ort_run, tensorloop_run
 from tensorloop.errors import ExecutionError, GraphError
 from tensorloop.tensor.dtypes import DType, dtype
 
@@ -383,6 +385,107 @@ def test_range_errors() -> None:
     assert run1("Range", [np.array(0), np.array(5), np.array([2])]).tolist() == [0, 2, 4]
     with pytest.raises(GraphError, match="must share one element type"):
         build("Range", [C(0), C(5), C(1, np.int32)])
+
+
+# Range's stash_type (ONNX opset 27): float16 and bfloat16 bounds are computed in float32
+# (stash_type 1, the default) or float64 (11). The cases: one the two agree on; one where a
+# running sum in float32 drifts from start + i * delta; two where float32 rounds
+# (limit - start) / delta to a whole number, so the count is one short of float64's.
+STASH_CASES = [
+    (-3.0, 5.0, 0.375),
+    (1000.0, 3000.0, 0.1),
+    (0.0, 29488.0, 1.5654296875),
+    (0.0, 15416.0, 0.51708984375),
+]
+STASH_TYPES = {1: np.float32, 11: np.float64}
+
+
+def stashed_range(bounds: list[np.ndarray], stash_type: int) -> np.ndarray:
+    """ONNX's function body for Range on float16/bfloat16 bounds, step by step: the bounds cast
+    to the stash type, the count computed there, each element the one before plus delta (the
+    body's Loop); the result is left in the stash type."""
+    stash = STASH_TYPES[stash_type]
+    start, limit, delta = (b.astype(stash) for b in bounds)
+    n = max(int(np.ceil((limit - start) / delta)), 0)
+    values, prev = [], start
+    for _ in range(n):
+        values.append(prev)
+        prev = stash(prev + delta)
+    return np.array(values, stash)
+
+
+def _stash_attrs(stash_type: int | None) -> dict[str, int]:
+    return {} if stash_type is None else {"stash_type": stash_type}
+
+
+@pytest.mark.parametrize("case", STASH_CASES)
+@pytest.mark.parametrize("stash_type", [None, 1, 11])
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_range_computes_half_precision_in_the_stash_type(
+    case: tuple[float, float, float], stash_type: int | None, dt: str
+) -> None:
+    npd = dtype(dt).numpy
+    bounds = [np.array(v, npd) for v in case]
+    want = stashed_range(bounds, stash_type or 1).astype(npd)
+    attrs = _stash_attrs(stash_type)
+    got = run1("Range", bounds, attrs)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+    assert infer("Range", [C(b, npd) for b in bounds], attrs) == [str(T(dt, [len(want)]))]
+
+
+def test_the_stash_type_changes_half_precision_ranges() -> None:
+    """The cases above tell float32 from float64: a count, and the values of a running sum."""
+    bounds = [np.array(v, np.float16) for v in (0.0, 29488.0, 1.5654296875)]
+    assert [len(run1("Range", bounds, {"stash_type": t})) for t in (1, 11)] == [18837, 18838]
+    drift = [np.array(v, np.float16) for v in (1000.0, 3000.0, 0.1)]
+    f32, f64 = (run1("Range", drift, {"stash_type": t}) for t in (1, 11))
+    assert len(f32) == len(f64) and not np.array_equal(f32, f64)
+
+
+def _onnxruntime_range(bounds: list[np.ndarray], attrs: dict[str, int]) -> np.ndarray:
+    """onnxruntime's opset-27 Range, its output widened to float32 by a Cast (its Python API
+    cannot hand out bfloat16 arrays)."""
+    model = one_node("Range", bounds, attrs, opset=27, consts=(0, 1, 2))
+    model.graph.node.append(helper.make_node("Cast", ["y0"], ["wide"], to=TensorProto.FLOAT))
+    del model.graph.output[:]
+    model.graph.output.append(helper.make_empty_tensor_value_info("wide"))
+    (wide,) = ort_run(model, bounds)
+    return wide
+
+
+@pytest.mark.parametrize("case", STASH_CASES)
+@pytest.mark.parametrize("stash_type", [None, 1, 11])
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_range_with_a_stash_type_matches_onnxruntime(
+    case: tuple[float, float, float], stash_type: int | None, dt: str
+) -> None:
+    npd = dtype(dt).numpy
+    bounds = [np.array(v, npd) for v in case]
+    attrs = _stash_attrs(stash_type)
+    (got,) = tensorloop_run(one_node("Range", bounds, attrs, opset=27), bounds)
+    want = _onnxruntime_range(bounds, attrs)
+    assert got.dtype == npd and got.shape == want.shape
+    same = got.astype(np.float32) == want
+    if stash_type == 11:
+        # onnxruntime narrows the float64 values through float32, rounding twice: a value just
+        # off a tie between two neighbours of the narrow type can land on the other one
+        wide = stashed_range(bounds, 11)
+        same |= wide.astype(npd) != wide.astype(np.float32).astype(npd)
+    assert same.all(), np.flatnonzero(~same)
+
+
+def test_range_stash_type_errors() -> None:
+    half = [C(v, np.float16) for v in (0, 5, 1)]
+    for stash_type in (10, 16, 0):
+        with pytest.raises(GraphError, match=r"stash_type must be 1 \(float32\) or 11"):
+            build("Range", half, {"stash_type": stash_type})
+    with pytest.raises(GraphError, match=r"stash_type must be 1 \(float32\) or 11"):
+        build("Range", [T("f16", ()), T("f16", ()), T("f16", ())], {"stash_type": 10})
+    # other element types are computed in their own type, whatever stash_type says
+    for dt in (np.float32, np.int64):
+        got = run1("Range", [np.array(v, dt) for v in (0, 5, 2)], {"stash_type": 10})
+        assert got.tolist() == [0, 2, 4]
 
 
 @pytest.mark.parametrize(

@@ -105,15 +105,35 @@ def split_sizes(dim: int, parts: int) -> list[int]:
     return [size] * (parts - 1) + [last]
 
 
+# Range's stash_type (ONNX opset 27): the ONNX element-type codes of the types a float16 or
+# bfloat16 range may be computed in.
+RANGE_STASH_TYPES = {1: DType.float32, 11: DType.float64}
+_STASHED_RANGE_TYPES = (DType.float16, DType.bfloat16)
+
+
+def range_stash(dt: DType, stash_type: int) -> DType:
+    """The element type ONNX Range computes a range of ``dt`` bounds in: for float16 and
+    bfloat16 the type stash_type names (1: float32, the default; 11: float64), else ``dt``
+    itself, which stash_type does not affect."""
+    if dt not in _STASHED_RANGE_TYPES:
+        return dt
+    if stash_type not in RANGE_STASH_TYPES:
+        raise ValueError(
+            f"stash_type must be 1 (float32) or 11 (float64) for {dt} bounds, got {stash_type}"
+        )
+    return RANGE_STASH_TYPES[stash_type]
+
+
 def range_length(
     start: np.ndarray[Any, Any], limit: np.ndarray[Any, Any], delta: np.ndarray[Any, Any]
 ) -> int:
-    """ONNX Range's element count, max(ceil((limit - start) / delta), 0), in the inputs' type."""
+    """ONNX Range's element count, max(ceil((limit - start) / delta), 0), in the inputs' type
+    (for float16 and bfloat16, pass the bounds cast to their ``range_stash`` type)."""
     if delta == 0:
         raise ValueError("delta is 0, so the range never reaches its limit")
     if not dtype(start.dtype).is_float:
         return max(-((int(start) - int(limit)) // int(delta)), 0)
-    if start.dtype.itemsize < 4:  # NumPy's f16/bf16 scalar maths is partial; f32 is exact enough
+    if start.dtype.itemsize < 2:  # NumPy's float8 scalar maths is partial; f32 is exact enough
         start, limit, delta = (v.astype(np.float32) for v in (start, limit, delta))
     with np.errstate(all="ignore"):
         steps = (limit - start) / delta
@@ -362,21 +382,25 @@ def _constant_of_shape(ctx: InferContext) -> list[Type]:
     return [TensorType(dt, dims)]
 
 
-@op("Range", inputs=3)
+@op("Range", inputs=3, attrs={"stash_type": AttrSpec(int, 1)})
 def _range(ctx: InferContext) -> list[Type]:
     """1-D [start, start + delta, ...] up to but excluding ``limit``, of
     max(ceil((limit - start) / delta), 0) elements; the three scalars share one type. (A
     one-element 1-D tensor is taken as its scalar, as onnxruntime and ONNX's own function
-    bodies do.)"""
+    bodies do.) float16 and bfloat16 bounds are computed in the type stash_type names, 1
+    (float32, the default) or 11 (float64), as ONNX's function body does: the bounds cast to it,
+    the count taken there, each element the one before plus delta, the result cast back."""
     for i in range(3):
         t = expect(ctx, i, "numeric")
         if t.shape is not None and (len(t.shape) > 1 or t.shape not in ((), (1,), (UNKNOWN,))):
             raise ctx.error(f"input #{i}: expected a numeric scalar, got {t}")
     dt = ctx.same_dtype(0, 1, 2)
+    with reported(ctx):
+        stash = range_stash(dt, ctx.attr("stash_type"))
     bounds = [b.reshape(()) for i in range(3) if (b := ctx.const(i)) is not None]
     if len(bounds) < 3:
         return [TensorType(dt, [UNKNOWN])]
-    start, limit, delta = bounds
+    start, limit, delta = (b.astype(stash.numpy) for b in bounds)
     with reported(ctx):
         return [TensorType(dt, [range_length(start, limit, delta)])]
 

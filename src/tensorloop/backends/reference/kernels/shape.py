@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ....ops.common import normalize_axes
-from ....ops.shape import range_length, reshape_dims, slice_bounds, split_sizes
+from ....ops.shape import range_length, range_stash, reshape_dims, slice_bounds, split_sizes
 from ....tensor.dtypes import DType, from_numpy
 from ..registry import KernelContext, kernel
 from .elementwise import Array, axis_in, fail, is_float
@@ -154,10 +154,21 @@ def range_(ctx: KernelContext, start: Any, limit: Any, delta: Any) -> Array:
         if np.size(v) != 1:
             raise fail(ctx, f"{name} must hold one value, got shape {list(np.shape(v))}")
     s, stop, d = (np.asarray(v).reshape(()) for v in (start, limit, delta))
+    stash = _checked(ctx, range_stash, from_numpy(s), ctx.attr("stash_type")).numpy
+    if stash != s.dtype:
+        # float16/bfloat16, as ONNX's function body has it: the bounds cast to the stash type,
+        # the count taken there, each element the one before plus delta (a running sum, as the
+        # body's Loop adds), the result cast back
+        bounds = [v.astype(stash) for v in (s, stop, d)]
+        n = _checked(ctx, range_length, *bounds)
+        steps = np.full(n, bounds[2], stash)
+        steps[:1] = bounds[0]
+        with np.errstate(over="ignore"):  # past f16's range: inf, as a cast gives
+            return np.cumsum(steps, dtype=stash).astype(s.dtype)
     n = _checked(ctx, range_length, s, stop, d)
     if is_float(s.dtype):
         values = s.astype(np.float64) + np.arange(n) * d.astype(np.float64)
-        with np.errstate(over="ignore"):  # the last step may round past f16's range
+        with np.errstate(over="ignore"):  # the last step may round past a float8's range
             return values.astype(s.dtype)
     return (int(s) + np.arange(n, dtype=np.int64) * int(d)).astype(s.dtype)
 
