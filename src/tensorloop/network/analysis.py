@@ -361,8 +361,10 @@ def limit_reads(loop: ILoop, analysis: Analysis) -> set[IIteratorLayer]:
             continue  # its value was made on the iteration before
         elif layer is not None and not isinstance(layer, ITripLimitLayer):
             todo.extend(x for _, x in _inputs(layer, back_edges=True))
-            if isinstance(layer, ILoopOutputLayer):  # a nested loop: all it reads
-                todo.extend(
-                    x for b in layer.loop.boundary_layers for _, x in _inputs(b, back_edges=True)
-                )
+            if isinstance(layer, ILoopOutputLayer):
+                # A nested loop's output also depends on what decides its trip count; its
+                # interior is followed tensor by tensor like any other layers.
+                inner = layer.loop
+                todo.extend(lim.tensor for lim in inner.trip_limits.values())
+                todo.extend(it.source for it in inner.iterators)
     return found
