@@ -9,7 +9,15 @@ import pytest
 from network_semantics_model import Array, InvalidRunError, LazySequences
 
 from tensorloop.errors import ExecutionError, NetworkError
-from tensorloop.network import ElementWiseOperation, ITensor, LoopOutput, Network, TripLimit
+from tensorloop.network import (
+    ElementWiseOperation,
+    ILoop,
+    ITensor,
+    LoopOutput,
+    Network,
+    ReduceOperation,
+    TripLimit,
+)
 
 # --------------------------------------------------------------------------------------------
 # hand-worked cases: the spec's own examples, zero-trip loops and invalid runs, checked against
@@ -151,3 +159,131 @@ def test_a_loop_reading_its_own_output_is_refused() -> None:
     net.mark_output(again.get_output(0))
     with pytest.raises(NetworkError, match="depends on an output of loop 'loop_1' itself"):
         net.to_model()
+
+
+# The lowering computes a WHILE limit's X_{i+1} at the end of iteration i, before it knows it is
+# needed, and X_0 before the loop. The spec evaluates lazily: what that value reads is invalid
+# only where the value is needed.
+def counter(net: Network, loop: ILoop) -> ITensor:
+    i = loop.add_recurrence(int32(net, 0))
+    step = net.add_elementwise(i.get_output(0), int32(net, 1), ElementWiseOperation.SUM)
+    i.set_input(1, step.get_output(0))
+    return i.get_output(0)
+
+
+def total(net: Network, t: ITensor, rank: int) -> ITensor:
+    return net.add_reduce(t, ReduceOperation.SUM, (1 << rank) - 1, False).get_output(0)
+
+
+def above(net: Network, t: ITensor, floor: float) -> ITensor:
+    low = net.add_constant((), np.float32(floor)).get_output(0)
+    return net.add_elementwise(t, low, ElementWiseOperation.GREATER).get_output(0)
+
+
+def nested_overrun_after_the_count(reads: str) -> Network:
+    """An outer loop with a COUNT limit (input "count") and a WHILE limit reading a loop nested
+    in it, which runs i trips on outer iteration i (i is the outer counter). On iteration 2 the
+    nested loop would overrun: ``reads="iterator"``: its iterator over the one row of y runs
+    out; ``reads="stacked"``: its CONCATENATE output has length 1."""
+    net = Network()
+    y = net.add_input("y", "float32", (1, 3))
+    outer = net.add_loop()
+    outer.add_trip_limit(net.add_input("count", "int32", ()), TripLimit.COUNT)
+    i = counter(net, outer)
+    inner = net.add_loop()
+    inner.add_trip_limit(i, TripLimit.COUNT)
+    acc = inner.add_recurrence(net.add_constant((3,), np.zeros(3, np.float32)).get_output(0))
+    row = inner.add_iterator(y).get_output(0) if reads == "iterator" else acc.get_output(0)
+    added = net.add_elementwise(acc.get_output(0), row, ElementWiseOperation.SUM)
+    acc.set_input(1, added.get_output(0))
+    if reads == "iterator":
+        seen = inner.add_loop_output(acc.get_output(0), LoopOutput.LAST_VALUE).get_output(0)
+        rank = 1
+    else:
+        out = inner.add_loop_output(added.get_output(0), LoopOutput.CONCATENATE)
+        out.set_input(1, int32(net, 1))
+        seen, rank = out.get_output(0), 2
+    outer.add_trip_limit(above(net, total(net, seen, rank), -100), TripLimit.WHILE)
+    trips = outer.add_loop_output(i, LoopOutput.LAST_VALUE).get_output(0)
+    trips.name = "trips"
+    net.mark_output(trips)
+    return net
+
+
+@pytest.mark.parametrize("reads", ["iterator", "stacked"])
+def test_a_while_limit_is_not_read_when_the_count_stops_the_loop(reads: str) -> None:
+    # n = min(count, least n with X_n false): with count 2 and X_0, X_1 true, n = 2 whatever
+    # X_2 is, so X_2 is not needed and the nested loop's overrun on iteration 2 never happens
+    net = nested_overrun_after_the_count(reads)
+    y = np.ones((1, 3), np.float32)
+    assert int(both_ways(net, {"y": y, "count": np.int32(2)})["trips"]) == 2
+    feeds = {"y": y, "count": np.int32(3)}  # X_2 is needed: the overrun is an error
+    with pytest.raises(InvalidRunError):
+        model_outputs(net, feeds)
+    with pytest.raises(ExecutionError):
+        net.to_model().run(feeds)
+
+
+def nested_loop_reading_the_outer_row() -> Network:
+    """An outer loop over the two rows of x while i < 2 and the last value of a nested loop is
+    above -100. The nested loop runs m trips (an input) and carries the outer row: its last
+    value is zeros for m = 0, the row otherwise. Outputs: the trips, and that last value on the
+    last trip."""
+    net = Network()
+    x = net.add_input("x", "float32", (2, 3))
+    outer = net.add_loop()
+    row = outer.add_iterator(x).get_output(0)
+    i = counter(net, outer)
+    inner = net.add_loop()
+    inner.add_trip_limit(net.add_input("m", "int32", ()), TripLimit.COUNT)
+    zeros = net.add_constant((3,), np.zeros(3, np.float32)).get_output(0)
+    carried = inner.add_recurrence(zeros)
+    carried.set_input(1, row)
+    seen = inner.add_loop_output(carried.get_output(0), LoopOutput.LAST_VALUE).get_output(0)
+    less = net.add_elementwise(i, int32(net, 2), ElementWiseOperation.LESS).get_output(0)
+    more = above(net, total(net, seen, 1), -100)
+    go_on = net.add_elementwise(less, more, ElementWiseOperation.AND).get_output(0)
+    outer.add_trip_limit(go_on, TripLimit.WHILE)
+    kept = outer.add_recurrence(zeros)
+    kept.set_input(1, seen)
+    for name, t in [("trips", i), ("seen", kept.get_output(0))]:
+        out = outer.add_loop_output(t, LoopOutput.LAST_VALUE).get_output(0)
+        out.name = name
+        net.mark_output(out)
+    return net
+
+
+def test_a_nested_loop_that_runs_no_trips_reads_nothing_its_body_reads() -> None:
+    # X_2 = (2 < 2) and (the nested loop's last value on outer iteration 2 > -100). With m = 0
+    # that last value is the recurrence's initial value: the body, which reads row x[2], past
+    # the end, never runs, so X_2 is false and n = 2. With m = 1 X_2 reads x[2]: an error.
+    net = nested_loop_reading_the_outer_row()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = both_ways(net, {"x": x, "m": np.int32(0)})
+    assert int(out["trips"]) == 2
+    np.testing.assert_array_equal(out["seen"], np.zeros(3, np.float32))
+    feeds = {"x": x, "m": np.int32(1)}
+    with pytest.raises(InvalidRunError):
+        model_outputs(net, feeds)
+    with pytest.raises(ExecutionError, match="ran out of slices"):
+        net.to_model().run(feeds)
+
+
+def test_a_while_limit_is_not_read_before_a_zero_count() -> None:
+    # n = min(0, ...) = 0: X_0, which reads the first slice of an empty x, is not needed
+    net = Network()
+    x = net.add_input("x", "float32", (-1,))
+    loop = net.add_loop()
+    loop.add_trip_limit(net.add_input("count", "int32", ()), TripLimit.COUNT)
+    row = loop.add_iterator(x).get_output(0)
+    loop.add_trip_limit(above(net, row, -100), TripLimit.WHILE)
+    trips = loop.add_loop_output(counter(net, loop), LoopOutput.LAST_VALUE).get_output(0)
+    trips.name = "trips"
+    net.mark_output(trips)
+    empty = np.zeros(0, np.float32)
+    assert int(both_ways(net, {"x": empty, "count": np.int32(0)})["trips"]) == 0
+    feeds = {"x": empty, "count": np.int32(1)}
+    with pytest.raises(InvalidRunError):
+        model_outputs(net, feeds)
+    with pytest.raises(ExecutionError, match="has length 0"):
+        net.to_model().run(feeds)

@@ -24,7 +24,6 @@ from .loops import (
     ILoop,
     ILoopOutputLayer,
     IRecurrenceLayer,
-    ITripLimitLayer,
     TripLimit,
 )
 
@@ -339,32 +338,3 @@ def _check_static_bounds(loop: ILoop, analysis: Analysis, problems: list[str]) -
             problems.append(
                 f"{out.describe()} has length {int(value)}, less than the loop's {trips} iterations"
             )
-
-
-def limit_reads(loop: ILoop, analysis: Analysis) -> set[IIteratorLayer]:
-    """The iterators of ``loop`` the WHILE limit's value depends on in the same iteration."""
-    limit = loop.trip_limits.get(TripLimit.WHILE)
-    if limit is None:
-        return set()
-    found: set[IIteratorLayer] = set()
-    seen: set[ITensor] = set()
-    todo = [limit.tensor]
-    while todo:
-        t = todo.pop()
-        if t in seen or loop not in analysis.varies.get(t, frozenset()):
-            continue  # outside the loop: the same on every iteration
-        seen.add(t)
-        layer = t.producer
-        if isinstance(layer, IIteratorLayer) and layer.loop is loop:
-            found.add(layer)
-        elif isinstance(layer, IRecurrenceLayer) and layer.loop is loop:
-            continue  # its value was made on the iteration before
-        elif layer is not None and not isinstance(layer, ITripLimitLayer):
-            todo.extend(x for _, x in _inputs(layer, back_edges=True))
-            if isinstance(layer, ILoopOutputLayer):
-                # A nested loop's output also depends on what decides its trip count; its
-                # interior is followed tensor by tensor like any other layers.
-                inner = layer.loop
-                todo.extend(lim.tensor for lim in inner.trip_limits.values())
-                todo.extend(it.source for it in inner.iterators)
-    return found
