@@ -3,6 +3,7 @@
 from .base import Pass, PassResult, run_passes
 from .dead_code import eliminate_dead_code
 from .fold_constants import fold_constants
+from .hoist_invariants import hoist_loop_invariants
 from .unroll import static_trip_count, unroll_loops
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "PassResult",
     "eliminate_dead_code",
     "fold_constants",
+    "hoist_loop_invariants",
     "run_passes",
     "static_trip_count",
     "unroll_loops",
