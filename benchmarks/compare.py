@@ -11,7 +11,8 @@ onnxruntime's median.
 First run and peak memory come from a fresh subprocess per (workload, runner): after the imports
 and building the case, it resets the kernel's resident-set high-water mark
 (``/proc/self/clear_refs``) and notes VmRSS; then it loads the model file (tensorloop:
-``tl.load(path, backend=...)``; onnxruntime: a new InferenceSession; OpenVINO: a new compiled model), prepares it and runs it once.
+``tl.load(path, backend=...)``; onnxruntime: a new InferenceSession; OpenVINO: a new compiled
+model), prepares it and runs it once.
 "first run" is that wall time; "peak RSS" is VmHWM minus the VmRSS noted before, i.e. how far
 the process's resident set (Python and native allocations alike) grew above where it stood.
 Where clear_refs cannot be written, ``resource.getrusage`` ru_maxrss is used instead (then the
@@ -338,8 +339,16 @@ def tensorloop_make(backend: str) -> Callable[[Case, Path], Runner]:
     return make
 
 
+ORT_SPIN = "0"
+"""onnxruntime's intra-op threads spin after a run by default; on a 2-core machine they then
+steal the cores from whichever runner comes next in the round (tensorloop's network case ran
+38 ms alone and 55 ms interleaved with a spinning session). ``--ort-spin`` turns it back on."""
+
+
 def onnxruntime_make(case: Case, path: Path) -> Runner:
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", ORT_SPIN)
+    sess = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
 
     def run(feed: Feed) -> dict[str, np.ndarray]:
@@ -411,6 +420,8 @@ def child(key: str, runner: str, seed: int, path: Path) -> dict[str, Any]:
 
 def first_run(key: str, runner: str, seed: int, path: Path) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", f"{key},{runner},{path}", "--seed", str(seed)]
+    if ORT_SPIN == "1":
+        cmd.append("--ort-spin")
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
@@ -462,6 +473,11 @@ def _ms(seconds: float) -> str:
 )
 @click.option("--all", "run_all", is_flag=True, help="Also run large workloads on 'reference'.")
 @click.option("--no-first-run", is_flag=True, help="Skip the first-run / peak-memory subprocesses.")
+@click.option(
+    "--ort-spin",
+    is_flag=True,
+    help="Let onnxruntime's threads spin after a run (its default; off here, see ORT_SPIN).",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for weights and inputs.")
 @click.option("--child", "child_spec", hidden=True, default=None)
 def main(
@@ -472,11 +488,14 @@ def main(
     quick: bool,
     run_all: bool,
     no_first_run: bool,
+    ort_spin: bool,
     seed: int,
     child_spec: str | None,
 ) -> None:
     """Median run time, first-run latency and peak RSS: tensorloop backends vs onnxruntime vs
     OpenVINO, round-robin in one process, outputs checked against onnxruntime first."""
+    global ORT_SPIN
+    ORT_SPIN = "1" if ort_spin else "0"
     if child_spec is not None:
         key, runner, path = child_spec.split(",", 2)
         print(json.dumps(child(key, runner, seed, Path(path))))
@@ -497,7 +516,10 @@ def main(
         f"numpy {np.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}, "
         f"openvino {ov.get_version()}, tensorloop {version('tensorloop')} backends {chosen}"
     )
-    console.print(f"warmup {warmup}, repeats {repeats} (round-robin), seed {seed}")
+    console.print(
+        f"warmup {warmup}, repeats {repeats} (round-robin), seed {seed}, "
+        f"onnxruntime allow_spinning={ORT_SPIN}"
+    )
     table = Table(
         title="Median run time; first run (load + prepare + run, fresh process); peak RSS"
     )
