@@ -2,6 +2,7 @@
 
 from .base import Pass, PassResult, run_passes
 from .dead_code import eliminate_dead_code
+from .dead_loop_values import eliminate_dead_loop_values
 from .fold_constants import fold_constants
 from .hoist_invariants import hoist_loop_invariants
 from .unroll import static_trip_count, unroll_loops
@@ -10,6 +11,7 @@ __all__ = [
     "Pass",
     "PassResult",
     "eliminate_dead_code",
+    "eliminate_dead_loop_values",
     "fold_constants",
     "hoist_loop_invariants",
     "run_passes",
