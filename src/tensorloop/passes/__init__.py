@@ -1,6 +1,7 @@
 """Graph passes: named objects ``pass_(graph) -> PassResult(graph, changed)``, verified after."""
 
 from .base import Pass, PassResult, run_passes
+from .common_subexpressions import eliminate_common_subexpressions
 from .dead_code import eliminate_dead_code
 from .dead_loop_values import eliminate_dead_loop_values
 from .fold_constants import fold_constants
@@ -10,6 +11,7 @@ from .unroll import static_trip_count, unroll_loops
 __all__ = [
     "Pass",
     "PassResult",
+    "eliminate_common_subexpressions",
     "eliminate_dead_code",
     "eliminate_dead_loop_values",
     "fold_constants",
