@@ -6,6 +6,7 @@ from .dead_code import eliminate_dead_code
 from .dead_loop_values import eliminate_dead_loop_values
 from .fold_constants import fold_constants
 from .hoist_invariants import hoist_loop_invariants
+from .hoist_sliced import hoist_sliced_work
 from .unroll import static_trip_count, unroll_loops
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "eliminate_dead_loop_values",
     "fold_constants",
     "hoist_loop_invariants",
+    "hoist_sliced_work",
     "run_passes",
     "static_trip_count",
     "unroll_loops",

@@ -1,0 +1,217 @@
+"""hoist_sliced_work: compute per-slice loop-body work once, over the whole sliced source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.emit import Emitter
+from ..ir.graph import Graph, Node, Value, copy_node
+from ..ir.loop import Loop, Sliced
+from ..tensor.types import TensorType, normalize_axis
+from .base import Pass, PassResult
+from .hoist_invariants import is_pure
+
+# Broadcasting elementwise ops that cannot fail on inputs of valid static shapes (IEEE faults
+# give inf or NaN, integers wrap): batched over every row of a source, they still cannot fail.
+ELEMENTWISE = frozenset(
+    {"Add", "Sub", "Mul", "Max", "Min", "Where", "Neg", "Abs", "Relu", "Tanh", "Sigmoid"}
+    | {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not"}
+)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """A body value that is row ``i`` of an outer value: ``take(outer, i, axis)`` (from the
+    end if reverse), ``outer`` having static ``length`` rows on ``axis`` and rank ``rank``."""
+
+    outer: Value
+    axis: int
+    reverse: bool
+    length: int
+    rank: int
+
+
+class HoistSlicedWork(Pass):
+    """Compute Loop-body work that reads one slice of a sliced source per iteration once in
+    front of the Loop, over the whole source; the body receives the result as a new sliced
+    input (same direction) in place of the work.
+
+    A body node is batched when it is pure, has static input and output shapes, reads at least
+    one row value (a slice parameter of a source of static shape, or the result of a batched
+    node) and otherwise only invariant parameters and body Constants (copied in front of the
+    Loop), and is one of:
+
+    * an elementwise op in ``ELEMENTWISE``, or a ``Cast`` that is not from floats to integers:
+      every row operand is a row of a rank-``r`` value on the same axis ``a`` with the same
+      static length and direction, and every other operand has rank at most ``r - 1 - a``, so
+      NumPy broadcasting aligns it to the dims after ``a`` both in the slice and in the whole;
+      the result is a rank-``r`` value sliced on ``a``;
+    * ``MatMul(x, W)`` with ``x`` a row of a rank-``r`` value on axis ``a`` where ``r == 2`` and
+      ``a == 0`` (a vector times a matrix: ``X @ W`` row by row) or ``a <= r - 3`` (a batch
+      dim), and ``W`` a rank-2 operand; the result is sliced on ``a``. This turns the RNN input
+      projection ``Gather(X, i) @ W`` into one GEMM over the sequence.
+
+    The batched value has the source's length on the sliced axis, so the Loop's trip bounds do
+    not change. It is computed over every row even when the Loop stops early or never runs;
+    that costs work but cannot fail, as only these total ops on static shapes are batched.
+    Results are the same up to rounding (a batched MatMul may sum in another order). Nested
+    bodies are rewritten first.
+    """
+
+    name = "hoist_sliced_work"
+
+    def run(self, graph: Graph) -> PassResult:
+        return PassResult(graph, _batch_in(graph))
+
+
+def _batch_in(graph: Graph) -> bool:
+    changed = False
+    for node in list(graph.nodes):
+        for sub in node.subgraphs.values():
+            changed |= _batch_in(sub)
+        if node.op == "Loop":
+            changed |= _batch(graph, Loop(node))
+    return changed
+
+
+def _static(v: Value | None) -> TensorType | None:
+    t = None if v is None else v.type
+    return t if isinstance(t, TensorType) and t.is_static and t.shape is not None else None
+
+
+def _slice_rows(loop: Loop) -> dict[Value, _Rows]:
+    rows: dict[Value, _Rows] = {}
+    for s in loop.sliced:
+        t = _static(s.source)
+        if s.source is None or t is None or t.shape is None or not t.shape:
+            continue
+        axis = normalize_axis(s.spec.axis, len(t.shape), "Loop")
+        length = t.shape[axis]
+        assert isinstance(length, int)
+        rows[s.param] = _Rows(s.source, axis, s.spec.reverse, length, len(t.shape))
+    return rows
+
+
+def _batched_rows(node: Node, rows: dict[Value, _Rows], plain: set[Value]) -> _Rows | None:
+    """How ``node``'s result is laid out when computed over whole row values, or None if it
+    cannot be batched."""
+    if node.subgraphs or not is_pure(node) or len(node.outputs) != 1:
+        return None
+    if any(v is None or _static(v) is None for v in [*node.inputs, *node.outputs]):
+        return None
+    if any(v not in rows and v not in plain for v in node.inputs if v is not None):
+        return None
+    operands = [rows[v] for v in node.inputs if v in rows]
+    if not operands or len({(r.axis, r.reverse, r.length, r.rank) for r in operands}) != 1:
+        return None
+    first = operands[0]
+    axis, rank = first.axis, first.rank
+    if node.op == "MatMul":
+        x, w = node.inputs
+        wt = _static(w)
+        if x not in rows or w in rows or wt is None or wt.rank != 2:
+            return None
+        if not ((rank == 2 and axis == 0) or axis <= rank - 3):
+            return None
+        return first
+    if node.op == "Cast":
+        src, out = _static(node.inputs[0]), _static(node.outputs[0])
+        assert src is not None and out is not None
+        if src.dtype.is_float and out.dtype.is_int:
+            return None
+    elif node.op not in ELEMENTWISE:
+        return None
+    for v in node.inputs:
+        t = _static(v)
+        if v not in rows and (t is None or t.rank is None or t.rank > rank - 1 - axis):
+            return None
+    return first
+
+
+def _batch(graph: Graph, loop: Loop) -> bool:
+    body = loop.body
+    roles = loop.inputs
+    carried = [v for v in roles.carried if v is not None]
+    sources = [v for v in roles.sources if v is not None]
+    invariants = [v for v in roles.invariants if v is not None]
+    if len(carried + sources + invariants) != len(roles.carried + roles.sources + roles.invariants):
+        return False
+    specs = [s.spec for s in loop.sliced]
+    stacked = [s.spec for s in loop.stacked]
+    outputs = loop.outputs
+    k = 1 + loop.counts.carried + loop.counts.sliced
+    rows = _slice_rows(loop)
+    plain: set[Value] = {inv.param for inv in loop.invariants}
+    batched: list[Node] = []
+    for node in body.nodes:
+        if node.op == "Constant" and not node.inputs:
+            plain.update(node.outputs)
+            continue
+        r = _batched_rows(node, rows, plain)
+        if r is not None:
+            batched.append(node)
+            rows[node.outputs[0]] = r
+    if not batched:
+        return False
+
+    # body value -> the outer value it stands for
+    outer: dict[Value, Value] = {
+        inv.param: inv.value for inv in loop.invariants if inv.value is not None
+    }
+    outer.update({s.param: s.source for s in loop.sliced if s.source is not None})
+    copied: list[Node] = []
+    em = Emitter(graph, anchor=loop.node)
+    for node in batched:
+        for v in node.inputs:
+            if v is not None and v not in outer and v.producer is not None:  # a Constant
+                copied.append(v.producer)
+                graph.insert_before(loop.node, copy_node(v.producer, outer))
+        inputs = [None if v is None else outer[v] for v in node.inputs]
+        new = em.node(
+            node.op,
+            inputs,
+            node.attrs,
+            name=node.name,
+            output_names=[o.name for o in node.outputs],
+        )
+        outer[node.outputs[0]] = new.outputs[0]
+
+    gone = set(batched)
+    new_sliced: list[tuple[Value, Sliced]] = []
+    new_params: list[Value] = []
+    for node in batched:
+        out = node.outputs[0]
+        if out in body.outputs or any(u.node not in gone for u in out.uses):
+            name = out.name
+            param = body.add_input(name, out.type)
+            body.inputs.remove(param)
+            body.replace(out, param)
+            body.rename(param, name)
+            new_params.append(param)
+            r = rows[out]
+            new_sliced.append((outer[out], Sliced(r.axis, r.reverse)))
+    for node in reversed(batched):
+        body.erase(node)
+    for node in reversed(list(body.nodes)):
+        if node in copied and not any(o.uses or o in body.outputs for o in node.outputs):
+            body.erase(node)
+
+    body.inputs[k:k] = new_params
+    new_loop = Loop.build(
+        em,
+        body,
+        max_trip_count=loop.trip_count,
+        initial_condition=loop.condition,
+        carried=carried,
+        sliced=[(v, s) for v, s in zip(sources, specs, strict=True)] + new_sliced,
+        invariants=invariants,
+        stacked=stacked,
+        name=loop.name,
+    )
+    for before, after in zip(outputs, new_loop.outputs, strict=True):
+        graph.replace(before, after)
+    graph.erase(loop.node)
+    return True
+
+
+hoist_sliced_work = HoistSlicedWork()
