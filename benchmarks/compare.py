@@ -41,7 +41,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import openvino as ov
-from loops import ATOL, RTOL, Case, Feed, Runner, _f32, _model
+from loops import ATOL, RTOL, Case, Feed, Runner, _f32, _model, openvino_from_file
 from loops import CASES as OLD_CASES
 from onnx import TensorProto, helper, numpy_helper
 from rich.console import Console
@@ -357,17 +357,7 @@ def onnxruntime_make(case: Case, path: Path) -> Runner:
     return run
 
 
-def openvino_make(case: Case, path: Path) -> Runner:
-    compiled = ov.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    request = compiled.create_infer_request()
-    wanted = [o.name for o in case.model.graph.output]
-    ports = {name: port for port in compiled.outputs for name in port.get_names()}
-
-    def run(feed: Feed) -> dict[str, np.ndarray]:
-        result = request.infer(feed)
-        return {name: np.asarray(result[ports[name]]) for name in wanted}
-
-    return run
+openvino_make = openvino_from_file
 
 
 def makers(backends: list[str]) -> dict[str, Callable[[Case, Path], Runner]]:

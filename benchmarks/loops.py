@@ -290,6 +290,11 @@ def onnxruntime_runner(case: Case) -> Runner:
 def openvino_runner(case: Case, workdir: Path) -> Runner:
     path = workdir / f"{case.name}.onnx"
     onnx.save(case.model, path)
+    return openvino_from_file(case, path)
+
+
+def openvino_from_file(case: Case, path: Path) -> Runner:
+    """OpenVINO's CPU plugin (exact f32) on the case's model saved at ``path``."""
     compiled = ov.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     request = compiled.create_infer_request()
     wanted = [o.name for o in case.model.graph.output]
