@@ -43,7 +43,10 @@ class Backend(Protocol):
 
 _FACTORIES: dict[str, Callable[[], Backend]] = {}
 _INSTANCES: dict[str, Backend] = {}
-_BUILTIN = {"reference": "tensorloop.backends.reference"}
+_BUILTIN = {
+    "reference": "tensorloop.backends.reference",
+    "compiled": "tensorloop.backends.compiled",
+}
 """Built-in backends by name, and the module whose import registers each one."""
 
 

@@ -57,16 +57,21 @@ class RunState:
     def iteration(self, i: int, where: str) -> Iterator[None]:
         """Run one loop iteration: checks the limit, and tags traced values with ``i``."""
         if i >= self.max_iterations:
-            raise LoopLimitError(
-                f"{where}: still running after {self.max_iterations} iterations "
-                "(max_iterations); raise the limit if the loop is meant to run longer"
-            )
+            raise loop_limit_error(where, self.max_iterations)
         outer = self.path
         self.path = (*outer, i)
         try:
             yield
         finally:
             self.path = outer
+
+
+def loop_limit_error(where: str, limit: int) -> LoopLimitError:
+    """The error of a loop ``where`` stopped by the iteration limit, whatever backend ran it."""
+    return LoopLimitError(
+        f"{where}: still running after {limit} iterations "
+        "(max_iterations); raise the limit if the loop is meant to run longer"
+    )
 
 
 def runtime_value(t: Type, value: Any) -> Any:

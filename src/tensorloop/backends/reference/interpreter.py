@@ -78,10 +78,10 @@ class Interpreter:
                 f"{node.describe()}: kernel returned {len(outs)} values for "
                 f"{len(node.outputs)} outputs"
             )
-        return [_conform(node, i, o) for i, o in enumerate(outs)]
+        return [conform(node, i, o) for i, o in enumerate(outs)]
 
 
-def _conform(node: Node, index: int, result: Any) -> Any:
+def conform(node: Node, index: int, result: Any) -> Any:
     """Kernels may return NumPy scalars or views; the IR promises values of the typed type."""
     t = node.outputs[index].type
     try:

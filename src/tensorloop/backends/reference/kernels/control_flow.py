@@ -9,6 +9,7 @@ import numpy as np
 
 from ....errors import ExecutionError, TensorloopError
 from ....ir.branch import If
+from ....ir.graph import Node
 from ....ir.loop import Loop, Stacked, result_types_for
 from ....tensor.types import TensorType, Type, normalize_axis
 from ..registry import KernelContext, kernel
@@ -43,14 +44,30 @@ def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
         for acc, y in zip(per_iteration, step.per_iteration, strict=True):
             acc.append(y)
         i += 1
-    types = [s.result.type for s in view.stacked]
     if stacked and not per_iteration[0]:
-        types = _zero_trip_types(view, carried, sources, invariants, axes) or types
+        return (*carried, *empty_stacked(ctx.node, carried, sources, invariants))
     outputs = [
-        _stack(ctx, j, acc, st, t)
-        for j, (acc, st, t) in enumerate(zip(per_iteration, stacked, types, strict=True))
+        _stack(ctx.where, j, acc, st)
+        for j, (acc, st) in enumerate(zip(per_iteration, stacked, strict=True))
     ]
     return (*carried, *outputs)
+
+
+def empty_stacked(
+    node: Node, carried: Sequence[Any], sources: Sequence[Any], invariants: Sequence[Any]
+) -> list[np.ndarray[Any, Any]]:
+    """The stacked outputs of a loop that ran zero trips (from its final carried values and its
+    sliced and invariant inputs): empty along the stacked axis, the other dims from the body's
+    types re-inferred with the shapes its parameters would have had."""
+    view, where = Loop(node), node.describe()
+    axes = [
+        normalize_axis(s.spec.axis, np.ndim(src), where)
+        for s, src in zip(view.sliced, sources, strict=True)
+    ]
+    types = _zero_trip_types(view, carried, sources, invariants, axes)
+    if types is None:
+        types = [s.result.type for s in view.stacked]
+    return [_empty(where, s.spec, t) for s, t in zip(view.stacked, types, strict=True)]
 
 
 def _zero_trip_types(
@@ -79,25 +96,25 @@ def _zero_trip_types(
     return view.counts.split_results(types).per_iteration
 
 
-def _stack(
-    ctx: KernelContext, j: int, acc: list[Any], st: Stacked, t: Type
-) -> np.ndarray[Any, Any]:
-    if acc:
-        axis = normalize_axis(st.axis, np.ndim(acc[0]) + 1, ctx.where)
-        items = acc[::-1] if st.reverse else acc
-        shapes = {np.shape(a) for a in items}
-        if len(shapes) > 1:
-            raise ExecutionError(
-                f"{ctx.where}: per-iteration result #{j} changes shape between iterations "
-                f"({', '.join(str(list(x)) for x in sorted(shapes))}), so it cannot be stacked"
-            )
-        return np.stack(items, axis=axis)
+def _stack(where: str, j: int, acc: list[Any], st: Stacked) -> np.ndarray[Any, Any]:
+    axis = normalize_axis(st.axis, np.ndim(acc[0]) + 1, where)
+    items = acc[::-1] if st.reverse else acc
+    shapes = {np.shape(a) for a in items}
+    if len(shapes) > 1:
+        raise ExecutionError(
+            f"{where}: per-iteration result #{j} changes shape between iterations "
+            f"({', '.join(str(list(x)) for x in sorted(shapes))}), so it cannot be stacked"
+        )
+    return np.stack(items, axis=axis)
+
+
+def _empty(where: str, st: Stacked, t: Type) -> np.ndarray[Any, Any]:
     assert isinstance(t, TensorType)
     if t.shape is None:
         return np.zeros((0,), t.dtype.numpy)
     # A dim still unknown is taken as 0, as onnxruntime does for unknown scan shapes.
     dims = [d if isinstance(d, int) else 0 for d in t.shape]
-    dims.insert(normalize_axis(st.axis, len(dims) + 1, ctx.where), 0)
+    dims.insert(normalize_axis(st.axis, len(dims) + 1, where), 0)
     return np.zeros(dims, t.dtype.numpy)
 
 

@@ -1,0 +1,134 @@
+"""The compiled backend: plans a graph once per input signature and runs it as generated Python.
+
+``prepare`` runs the loop passes once on a copy of the graph. The first run with a given input
+signature (dtypes and shapes) specialises that copy to the signature (concrete types, shapes
+folded to constants) and generates one Python function for it (``codegen.py``): no per-node
+dispatch, attribute lookup or type check is left at run time. Plans are cached per signature
+and shared by threads; everything a run allocates is local to the run.
+
+What the plan does not cover it hands on, never guessing: ops without an inline template call
+their reference kernel; a case the generated code does not plan for (a stacked result changing
+shape, an index out of range, a failing kernel) reruns the call on the reference interpreter,
+whose result or error is the answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import TensorloopError
+from ...ir.graph import Graph, Node
+from ...passes import (
+    eliminate_common_subexpressions,
+    eliminate_dead_loop_values,
+    fold_constants,
+    hoist_loop_invariants,
+    hoist_sliced_work,
+)
+from ...passes.base import Pass
+from ...tensor.types import Type
+from ..base import register_backend
+from ..reference import Interpreter
+from ..runtime import RunState
+from .codegen import generate
+from .specialize import signature, specialize
+from .support import Deoptimize
+
+PIPELINE: list[Pass] = [
+    fold_constants,
+    hoist_loop_invariants,
+    hoist_sliced_work,
+    eliminate_common_subexpressions,
+    eliminate_dead_loop_values,
+]
+"""The passes ``prepare`` runs, in order: each keeps results unchanged (tests/passes)."""
+
+MAX_PLANS = 64
+"""Plans kept per executable; a model run with ever new shapes replans the oldest away."""
+
+RunFunction = Callable[[Sequence[Any], RunState], list[Any]]
+
+
+class Plan:
+    """One signature's generated function and its source (for ``tensorloop inspect``)."""
+
+    def __init__(self, graph: Graph, trace: frozenset[str]) -> None:
+        self.source, namespace = generate(graph, trace)
+        code = compile(self.source, f"<tensorloop plan of graph '{graph.name}'>", "exec")
+        exec(code, namespace)  # our own code: names are sanitised, strings are repr()s
+        self.run: RunFunction = namespace["run"]
+
+
+class CompiledExecutable:
+    """A graph optimised once and planned per input signature; safe to run from many threads."""
+
+    def __init__(self, graph: Graph, optimized: Graph) -> None:
+        self.graph = graph
+        self.optimized = optimized
+        self._plans: dict[tuple[Any, ...], Plan] = {}
+        self._lock = threading.Lock()
+        self._stateful = any(n.op in ("Assign",) for _, n in graph.walk())
+
+    def plan(self, args: Sequence[Any], trace: frozenset[str] = frozenset()) -> Plan:
+        """The plan for ``args``' signature (made on first use); traced values plan from the
+        unoptimised graph, so every named value is recorded where the model computes it."""
+        key = (signature(args), trace)
+        plan = self._plans.get(key)
+        if plan is None:
+            source = self.graph if trace else self.optimized
+            plan = Plan(specialize(source, args, fold=not trace), trace)
+            with self._lock:
+                if len(self._plans) >= MAX_PLANS:
+                    self._plans.pop(next(iter(self._plans)))
+                plan = self._plans.setdefault(key, plan)
+        return plan
+
+    def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
+        state.start(self.graph)
+        plan = self.plan(args, state.trace_names)
+        saved = dict(state.variables) if self._stateful else None
+        try:
+            return plan.run(args, state)
+        except TensorloopError:
+            raise
+        except (Deoptimize, Exception):
+            # Not planned for, or failed: the reference's answer (or its clear error) stands.
+            if saved is not None:
+                state.variables.clear()
+                state.variables.update(saved)
+            state.trace.clear()
+            state.path = ()
+            return Interpreter(state=state).run_graph(self.graph, args)
+
+
+class CompiledBackend:
+    """Runs graphs as generated Python over NumPy, planned once per input signature."""
+
+    name = "compiled"
+
+    def prepare(
+        self, graph: Graph, input_types: Sequence[Type] | None = None
+    ) -> CompiledExecutable:
+        return CompiledExecutable(graph, optimize(graph))
+
+    def evaluate(self, node: Node, inputs: Sequence[Any]) -> list[Any]:
+        # One node once: planning would cost more than it saves.
+        return Interpreter().run_node(node, inputs)
+
+
+def optimize(graph: Graph) -> Graph:
+    """A copy of ``graph`` after ``PIPELINE``."""
+    copy = graph.clone()
+    with np.errstate(all="ignore"):
+        for p in PIPELINE:
+            copy = p(copy).graph
+    return copy
+
+
+register_backend("compiled", CompiledBackend)
+
+__all__ = ["PIPELINE", "CompiledBackend", "CompiledExecutable", "Plan", "optimize"]

@@ -1,0 +1,315 @@
+"""Python source for a graph: straight-line code over locals, loops and branches inlined.
+
+Every value is a local of one generated function; ops become inline NumPy expressions
+(``ops.py``) or a call of their reference kernel bound once at planning time; a Loop becomes a
+``while`` over its body's code, its carried values rebound (never copied) each iteration and its
+stacked results written in place into a buffer sized by the trip bound; an If becomes
+``if``/``else``. Nothing is looked up or type-checked per call that planning already knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ...ir.branch import If
+from ...ir.graph import Graph, Node, Value
+from ...ir.loop import Loop
+from ...ir.opdef import get_opdef
+from ...tensor.types import TensorType
+from ..reference.kernels.control_flow import empty_stacked
+from ..runtime import loop_limit_error
+from . import support
+from .ops import Operand, inline
+
+MAX_NESTING = 10
+"""Bodies nested deeper run through the reference kernel (Python allows 20 nested blocks)."""
+
+
+class Source:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        self.line(header)
+        self.depth += 1
+        start = len(self.lines)
+        try:
+            yield
+        finally:
+            if len(self.lines) == start:
+                self.line("pass")
+            self.depth -= 1
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+class Generator:
+    """Writes one function ``run(args, state)`` for a graph; ``trace`` names values to record."""
+
+    def __init__(self, trace: frozenset[str]) -> None:
+        self.src = Source()
+        self.trace = trace
+        self.globals: dict[str, Any] = {
+            "np": np,
+            "support": support,
+            "loop_limit_error": loop_limit_error,
+        }
+        self.names: dict[Value, str] = {}
+        self.constants: dict[Value, Any] = {}
+        self._count = 0
+        self.nesting = 0
+
+    # -- names -------------------------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        self._count += 1
+        clean = "".join(c if c.isascii() and c.isalnum() else "_" for c in hint)[:24]
+        return f"{clean}_{self._count}"
+
+    def bind(self, obj: Any, hint: str) -> str:
+        """A global name for ``obj``, which the generated code only reads."""
+        name = self.fresh(f"g_{hint}")
+        self.globals[name] = obj
+        return name
+
+    def local(self, value: Value) -> str:
+        name = self.fresh(f"v_{value.name}")
+        self.names[value] = name
+        return name
+
+    def record(self, value: Value) -> None:
+        if value.name in self.trace:
+            self.src.line(f"_record({value.name!r}, {self.names[value]})")
+
+    def operand(self, value: Value | None) -> Operand | None:
+        if value is None:
+            return None
+        return Operand(self.names[value], value.type, value.constant)
+
+    # -- the function ------------------------------------------------------------------------
+    def function(self, graph: Graph) -> str:
+        args = [self.local(p) for p in graph.inputs]
+        with self.src.block("def run(args, state):"):
+            self.src.line("_max_iterations = state.max_iterations")
+            if self.trace:
+                self.src.line("_record = state.record")
+            if args:
+                self.src.line(f"{', '.join(args)}, = args")
+            for p in graph.inputs:
+                self.record(p)
+            with self.src.block("with np.errstate(all='ignore'):"):
+                self.body(graph)
+                outs = [self.result(v) for v in graph.outputs]
+                self.src.line(f"return [{', '.join(outs)}]")
+        return self.src.text()
+
+    def result(self, value: Value) -> str:
+        name = self.names[value]
+        return f"np.asarray({name})" if isinstance(value.type, TensorType) else name
+
+    def body(self, graph: Graph) -> None:
+        for node in graph.nodes:
+            self.node(node)
+
+    def node(self, node: Node) -> None:
+        if node.op == "Constant":
+            self.names[node.outputs[0]] = self.bind(node.attrs["value"], node.outputs[0].name)
+            self.record(node.outputs[0])
+            return
+        if node.op == "Identity":
+            self.names[node.outputs[0]] = self.names[node.inputs[0]]  # type: ignore[index]
+            self.record(node.outputs[0])
+            return
+        if node.op == "Loop" and self.nesting < MAX_NESTING and self.loop(node):
+            return
+        if node.op == "If" and self.nesting < MAX_NESTING:
+            self.branch(node)
+            return
+        attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
+        exprs = None
+        if not node.subgraphs:
+            exprs = inline(node, attrs, [self.operand(v) for v in node.inputs], self.bind)
+        if exprs is None:
+            self.call(node)
+            return
+        for out, expr in zip(node.outputs, exprs, strict=True):
+            self.src.line(f"{self.local(out)} = {expr}")
+            self.record(out)
+
+    def call(self, node: Node) -> None:
+        """``node`` through its reference kernel (bodies, if any, on the reference)."""
+        stateful = support.needs_state(node)
+        fn = self.bind(support.generic_call(node, stateful=stateful), f"k_{node.op}")
+        args = ["state"] if stateful else []
+        args += ["None" if v is None else self.names[v] for v in node.inputs]
+        outs = [self.local(o) for o in node.outputs]
+        call = f"{fn}({', '.join(args)})"
+        if not outs:
+            self.src.line(call)
+        elif len(outs) == 1:
+            self.src.line(f"{outs[0]} = {call}")
+        else:
+            self.src.line(f"{', '.join(outs)}, = {call}")
+        for o in node.outputs:
+            self.record(o)
+
+    # -- control flow ------------------------------------------------------------------------
+    def branch(self, node: Node) -> None:
+        view = If(node)
+        cond = self.names[node.inputs[0]]  # type: ignore[index]
+        captured = [self.names[v] for v in node.inputs[1:]]  # type: ignore[index]
+        outs = [self.local(o) for o in node.outputs]
+        self.nesting += 1
+        for header, graph in (
+            (f"if support.truth({cond}):", view.then_branch),
+            ("else:", view.else_branch),
+        ):
+            with self.src.block(header):
+                for p, name in zip(graph.inputs, captured, strict=True):
+                    self.names[p] = name
+                    self.record(p)
+                self.body(graph)
+                if outs:
+                    results = ", ".join(self.names[v] for v in graph.outputs)
+                    self.src.line(f"{', '.join(outs)}, = {results},")
+        self.nesting -= 1
+        for o in node.outputs:
+            self.record(o)
+
+    def loop(self, node: Node) -> bool:
+        """Inline ``node`` as a while loop; False (nothing written) if planning cannot."""
+        view = Loop(node)
+        sources = [s.source for s in view.sliced]
+        ranks = [s.type.rank if isinstance(s.type, TensorType) else None for s in sources]
+        if any(r is None for r in ranks):
+            return False
+        axes = []
+        for s, rank in zip(view.sliced, ranks, strict=True):
+            assert rank is not None
+            if not -rank <= s.spec.axis < rank:
+                return False  # the reference reports the bad axis
+            axes.append(s.spec.axis + rank if s.spec.axis < 0 else s.spec.axis)
+        src, where = self.src, node.describe()
+        k = self.fresh("loop")
+        i, n, cond = f"i_{k}", f"n_{k}", f"c_{k}"
+
+        bounds = []
+        if view.trip_count is not None:
+            static = view.static_trip_count
+            bounds.append(
+                str(static) if static is not None else f"int({self.names[view.trip_count]})"
+            )
+        slice_names = [self.names[s.source] for s in view.sliced]
+        bounds += [f"{name}.shape[{a}]" for name, a in zip(slice_names, axes, strict=True)]
+        if bounds:
+            src.line(f"{n} = {bounds[0] if len(bounds) == 1 else 'min(' + ', '.join(bounds) + ')'}")
+        initial = view.condition
+        if initial is None:
+            src.line(f"{cond} = True")
+        elif initial.constant is not None:
+            src.line(f"{cond} = {bool(np.asarray(initial.constant))}")
+        else:
+            src.line(f"{cond} = bool(np.asarray({self.names[initial]}))")
+
+        body = view.body
+        it_param, carried_params, slice_params, inv_params = view.counts.split_params(body.inputs)
+        carried_names = [self.local(p) for p in carried_params]
+        for name, c in zip(carried_names, view.carried, strict=True):
+            src.line(f"{name} = {self.names[c.initial]}")
+        for p, inv in zip(inv_params, view.invariants, strict=True):
+            self.names[p] = self.names[inv.value]
+        stacked = [self.fresh("stack") for _ in view.stacked]
+        shapes = [self.fresh("shape") for _ in view.stacked]
+        for b in stacked:
+            src.line(f"{b} = None")
+        src.line(f"{i} = 0")
+        if self.trace:
+            src.line(f"path_{k} = state.path")
+
+        continues = view.continue_condition
+        stops = not (continues.constant is not None and bool(np.asarray(continues.constant)))
+        header = " and ".join(([f"{i} < {n}"] if bounds else []) + [cond])
+        self.nesting += 1
+        with src.block(f"while {header}:"):
+            with src.block(f"if {i} >= _max_iterations:"):
+                src.line(f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)")
+            if self.trace:
+                src.line(f"state.path = path_{k} + ({i},)")
+            if it_param.uses or it_param.name in self.trace:
+                src.line(f"{self.local(it_param)} = np.int64({i})")
+            else:
+                self.names[it_param] = f"np.int64({i})"
+            for p, name, a, s in zip(slice_params, slice_names, axes, view.sliced, strict=True):
+                item = f"{name}.shape[{a}] - 1 - {i}" if s.spec.reverse else i
+                src.line(f"{self.local(p)} = {name}[{', '.join([':'] * a + [item])}]")
+            for p in body.inputs:
+                self.record(p)
+            self.body(body)
+            step = view.counts.split_results(body.outputs)
+            if stops:
+                src.line(f"{cond} = bool({self.names[continues]})")
+            nexts = [self.names[v] for v in step.carried]
+            changed = [(c, x) for c, x in zip(carried_names, nexts, strict=True) if c != x]
+            if changed:
+                lhs = ", ".join(c for c, _ in changed)
+                rhs = ", ".join(x for _, x in changed)
+                src.line(f"{lhs}, = {rhs},")
+            cap = n if bounds else "1"
+            for b, shape, y in zip(stacked, shapes, step.per_iteration, strict=True):
+                yv = self.names[y]
+                with src.block(f"if {b} is None:"):
+                    src.line(f"{b}, {shape} = support.stack_start({yv}, {cap})")
+                with src.block(f"elif {i} == len({b}):"):
+                    src.line(f"{b} = support.stack_grow({b})")
+                with src.block(f"if {yv}.shape != {shape}:"):
+                    src.line("raise support.Deoptimize")
+                src.line(f"{b}[{i}] = {yv}")
+            src.line(f"{i} += 1")
+        self.nesting -= 1
+        if self.trace:
+            src.line(f"state.path = path_{k}")
+
+        finals, outputs = view.counts.split_outputs(node.outputs)
+        for out, name in zip(finals, carried_names, strict=True):
+            self.names[out] = name
+        if outputs:
+            outs = [self.local(o) for o in outputs]
+            with src.block(f"if {stacked[0]} is None:"):
+                helper = self.bind(_zero_trip(node), "zero_trip")
+                args = [
+                    *carried_names,
+                    *slice_names,
+                    *(self.names[v.value] for v in view.invariants),
+                ]
+                src.line(f"{', '.join(outs)}, = {helper}([{', '.join(args)}])")
+            with src.block("else:"):
+                for o, b, s in zip(outs, stacked, view.stacked, strict=True):
+                    src.line(
+                        f"{o} = support.stack_finish({b}, {i}, {s.spec.axis}, {s.spec.reverse})"
+                    )
+        for o in node.outputs:
+            self.record(o)
+        return True
+
+
+def _zero_trip(node: Node) -> Any:
+    def outputs(carried: list[Any], sources: list[Any], invariants: list[Any]) -> list[Any]:
+        return empty_stacked(node, carried, sources, invariants)
+
+    return outputs
+
+
+def generate(graph: Graph, trace: frozenset[str]) -> tuple[str, dict[str, Any]]:
+    """The source of ``run(args, state)`` for ``graph`` and the globals it reads."""
+    gen = Generator(trace)
+    text = gen.function(graph)
+    return text, gen.globals

@@ -1,0 +1,408 @@
+"""Inline code for the ops loops spend their time in: one template per op, or None to call the
+reference kernel.
+
+A template sees the node, its resolved attributes and one ``Operand`` per input (the local that
+holds it, its planned type, its value if a Constant made it) and returns one Python expression
+per output. The expressions compute exactly what the reference kernels compute, on the same
+NumPy functions in the same order, so results agree bit for bit; where that needs a fact the
+plan does not have (a dtype the kernel widens, an axis of unknown size), the template declines.
+Indexing that may fail (an index out of range) fails with a Python exception, which hands the
+run to the reference for its error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...ir.graph import Node
+from ...ops.shape import reshape_dims, slice_bounds, split_sizes
+from ...tensor.dtypes import DType
+from ...tensor.types import TensorType, Type
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
+class Operand:
+    expr: str
+    type: Type | None
+    const: Array | None = None
+
+    @property
+    def tensor(self) -> TensorType | None:
+        return self.type if isinstance(self.type, TensorType) else None
+
+    @property
+    def rank(self) -> int | None:
+        t = self.tensor
+        return None if t is None else t.rank
+
+    def dim(self, axis: int) -> int | None:
+        t = self.tensor
+        if t is None or t.shape is None:
+            return None
+        d = t.shape[axis]
+        return d if isinstance(d, int) else None
+
+    def ints(self) -> list[int] | None:
+        return None if self.const is None else [int(v) for v in self.const.reshape(-1)]
+
+
+Bind = Callable[[Any, str], str]
+"""``bind(obj, hint)``: a global name the generated code reads ``obj`` by."""
+Template = Callable[[Node, dict[str, Any], list[Operand | None], Bind], list[str] | None]
+
+_TEMPLATES: dict[str, Template] = {}
+
+# NumPy computes these dtypes natively; the reference widens float16/bfloat16 to float32 first.
+_FLOATS = frozenset({DType.float32, DType.float64})
+_INTS = frozenset(
+    {DType.int8, DType.int16, DType.int32, DType.int64}
+    | {DType.uint8, DType.uint16, DType.uint32, DType.uint64}
+)
+_NUMBERS = _FLOATS | _INTS
+
+
+def template(*ops: str) -> Callable[[Template], Template]:
+    def register(fn: Template) -> Template:
+        for name in ops:
+            _TEMPLATES[name] = fn
+        return fn
+
+    return register
+
+
+def inline(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    """The expressions computing ``node``'s outputs, or None to call its kernel."""
+    fn = _TEMPLATES.get(node.op)
+    return None if fn is None else fn(node, attrs, ins, bind)
+
+
+def _dtypes(ins: Sequence[Operand | None], allowed: frozenset[DType]) -> bool:
+    """All inputs present tensors of one dtype from ``allowed``."""
+    types = [None if o is None else o.tensor for o in ins]
+    if any(t is None for t in types):
+        return False
+    dtypes = {t.dtype for t in types if t is not None}
+    return len(dtypes) == 1 and dtypes <= allowed
+
+
+_BINARY = {"Add": "+", "Sub": "-", "Mul": "*"}
+_COMPARE = {
+    "Equal": "==",
+    "Less": "<",
+    "Greater": ">",
+    "LessOrEqual": "<=",
+    "GreaterOrEqual": ">=",
+}
+_UNARY = {
+    "Abs": "np.abs({0})",
+    "Sqrt": "np.sqrt({0})",
+    "Exp": "np.exp({0})",
+    "Log": "np.log({0})",
+    "Tanh": "np.tanh({0})",
+    "Sigmoid": "(1 / (1 + np.exp(-{0})))",
+    "Relu": "np.maximum({0}, 0)",
+}
+_FLOAT_ONLY = frozenset({"Sqrt", "Exp", "Log", "Tanh", "Sigmoid"})
+
+
+@template(*_BINARY)
+def _binary(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    if len(ins) != 2 or not _dtypes(ins, _NUMBERS):
+        return None
+    a, b = ins
+    assert a is not None and b is not None
+    return [f"({a.expr} {_BINARY[node.op]} {b.expr})"]
+
+
+@template("Div")
+def _div(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    if not _dtypes(ins, _FLOATS):
+        return None
+    a, b = ins
+    assert a is not None and b is not None
+    return [f"({a.expr} / {b.expr})"]
+
+
+@template("Min", "Max")
+def _min_max(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    if len(ins) != 2 or not _dtypes(ins, _NUMBERS):
+        return None
+    a, b = ins
+    assert a is not None and b is not None
+    fn = "np.minimum" if node.op == "Min" else "np.maximum"
+    return [f"{fn}({a.expr}, {b.expr})"]
+
+
+@template("Neg")
+def _neg(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    if not _dtypes(ins, _NUMBERS):
+        return None
+    (a,) = ins
+    assert a is not None
+    return [f"(-{a.expr})"]
+
+
+@template(*_UNARY)
+def _unary(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    if not _dtypes(ins, _FLOATS if node.op in _FLOAT_ONLY else _NUMBERS):
+        return None
+    (a,) = ins
+    assert a is not None
+    return [_UNARY[node.op].format(a.expr)]
+
+
+@template(*_COMPARE)
+def _compare(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    allowed = _NUMBERS | {DType.bool} if node.op == "Equal" else _NUMBERS
+    if not _dtypes(ins, allowed):
+        return None
+    a, b = ins
+    assert a is not None and b is not None
+    return [f"({a.expr} {_COMPARE[node.op]} {b.expr})"]
+
+
+@template("And", "Or", "Xor", "Not")
+def _logical(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    if not _dtypes(ins, frozenset({DType.bool})):
+        return None
+    fn = {"And": "np.logical_and", "Or": "np.logical_or", "Xor": "np.logical_xor"}
+    if node.op == "Not":
+        return [f"np.logical_not({ins[0].expr})"]  # type: ignore[union-attr]
+    return [f"{fn[node.op]}({', '.join(o.expr for o in ins if o is not None)})"]
+
+
+@template("MatMul")
+def _matmul(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    if not _dtypes(ins, _FLOATS):
+        return None
+    a, b = ins
+    assert a is not None and b is not None
+    return [f"({a.expr} @ {b.expr})"]
+
+
+@template("Gemm")
+def _gemm(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    present = [o for o in ins if o is not None]
+    if not _dtypes(present, _FLOATS) or len(ins) < 2 or ins[0] is None or ins[1] is None:
+        return None
+    a, b = ins[0], ins[1]
+    x = f"{a.expr}.T" if attrs["transA"] else a.expr
+    y = f"{b.expr}.T" if attrs["transB"] else b.expr
+    alpha, beta = attrs["alpha"], attrs["beta"]
+    out = f"({x} @ {y})" if alpha == 1 else f"({bind(alpha, 'alpha')} * ({x} @ {y}))"
+    c = ins[2] if len(ins) > 2 else None
+    if c is not None:
+        term = c.expr if beta == 1 else f"({bind(beta, 'beta')} * {c.expr})"
+        out = f"({out} + {term})"
+    return [out]
+
+
+@template("Where")
+def _where(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    cond, x, y = ins
+    if cond is None or not _dtypes([cond], frozenset({DType.bool})):
+        return None
+    if not _dtypes([x, y], _NUMBERS | {DType.bool}):
+        return None
+    assert x is not None and y is not None
+    return [f"np.where({cond.expr}, {x.expr}, {y.expr})"]
+
+
+def _axis(axis: int, rank: int | None) -> int | None:
+    if rank is None or not -rank <= axis < rank:
+        return None
+    return axis + rank if axis < 0 else axis
+
+
+def _index(rank: int, axis: int, item: str) -> str:
+    """An indexing suffix selecting ``item`` on ``axis`` of a rank-``rank`` tensor."""
+    return "[" + ", ".join([":"] * axis + [item]) + "]"
+
+
+@template("Gather")
+def _gather(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    data, idx = ins
+    if data is None or idx is None or idx.tensor is None or idx.rank != 0:
+        return None
+    if not idx.tensor.dtype.is_int:
+        return None
+    axis = _axis(attrs["axis"], data.rank)
+    if axis is None or data.rank is None:
+        return None
+    # A scalar index selects one slice, a view; out of range is an IndexError (the reference
+    # reports it).
+    return [f"{data.expr}{_index(data.rank, axis, f'int({idx.expr})')}"]
+
+
+@template("Slice")
+def _slice(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    data = ins[0]
+    if data is None or data.rank is None or any(o is not None and o.const is None for o in ins[1:]):
+        return None
+    starts, ends = ins[1].ints(), ins[2].ints()  # type: ignore[union-attr]
+    if starts is None or ends is None:
+        return None
+    axes = list(range(len(starts))) if len(ins) < 4 or ins[3] is None else ins[3].ints()
+    steps = [1] * len(starts) if len(ins) < 5 or ins[4] is None else ins[4].ints()
+    if axes is None or steps is None or not len(starts) == len(ends) == len(axes) == len(steps):
+        return None
+    index: list[slice] = [slice(None)] * data.rank
+    for a, s, e, step in zip(axes, starts, ends, steps, strict=True):
+        axis = _axis(a, data.rank)
+        dim = None if axis is None else data.dim(axis)
+        if axis is None or dim is None or step == 0:
+            return None
+        lo, hi, _ = slice_bounds(dim, s, e, step)
+        index[axis] = slice(lo, None if hi < 0 else hi, step)
+    return [f"{data.expr}[{bind(tuple(index), 'slice')}]"]
+
+
+@template("Split")
+def _split(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    data = ins[0]
+    if data is None or data.rank is None:
+        return None
+    axis = _axis(attrs["axis"], data.rank)
+    dim = None if axis is None else data.dim(axis)
+    if axis is None or dim is None:
+        return None
+    sizes_in = ins[1] if len(ins) > 1 else None
+    if sizes_in is None:
+        try:
+            lengths = split_sizes(dim, attrs["num_outputs"])
+        except (ValueError, TypeError, ZeroDivisionError):
+            return None
+    else:
+        lengths = sizes_in.ints()  # type: ignore[assignment]
+        if lengths is None or any(n < 0 for n in lengths) or sum(lengths) != dim:
+            return None
+    if len(lengths) != len(node.outputs):
+        return None
+    out, start = [], 0
+    for n in lengths:
+        out.append(f"{data.expr}{_index(data.rank, axis, f'{start}:{start + n}')}")
+        start += n
+    return out
+
+
+@template("Concat")
+def _concat(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    ranks = {o.rank for o in ins if o is not None}
+    if any(o is None for o in ins) or len(ranks) != 1 or not _dtypes(ins, _NUMBERS | {DType.bool}):
+        return None
+    (rank,) = ranks
+    axis = _axis(attrs["axis"], rank)
+    if axis is None:
+        return None
+    items = ", ".join(o.expr for o in ins if o is not None)
+    return [f"np.concatenate(({items},), axis={axis})"]
+
+
+@template("Transpose")
+def _transpose(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    (data,) = ins
+    perm = attrs["perm"]
+    if data is None or data.rank is None:
+        return None
+    if perm is None:
+        return [f"{data.expr}.transpose()"]
+    if sorted(perm) != list(range(data.rank)):
+        return None
+    return [f"{data.expr}.transpose({tuple(int(p) for p in perm)!r})"]
+
+
+@template("Unsqueeze")
+def _unsqueeze(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    data, axes_in = ins
+    axes = None if axes_in is None else axes_in.ints()
+    if data is None or data.rank is None or axes is None:
+        return None
+    rank = data.rank + len(axes)
+    normalized = {_axis(a, rank) for a in axes}
+    if None in normalized or len(normalized) != len(axes):
+        return None
+    items = ["None" if d in normalized else ":" for d in range(rank)]
+    return [f"{data.expr}[{', '.join(items)}]"]
+
+
+@template("Squeeze")
+def _squeeze(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    data = ins[0]
+    axes_in = ins[1] if len(ins) > 1 else None
+    if data is None or data.rank is None:
+        return None
+    if axes_in is None:
+        axes = [d for d in range(data.rank) if data.dim(d) == 1]
+        if any(data.dim(d) is None for d in range(data.rank)):
+            return None
+    else:
+        listed = axes_in.ints()
+        if listed is None:
+            return None
+        axes = [a for a in (_axis(x, data.rank) for x in listed) if a is not None]
+        if len(axes) != len(listed) or any(data.dim(a) != 1 for a in axes):
+            return None
+    items = ["0" if d in axes else ":" for d in range(data.rank)]
+    return [f"{data.expr}[{', '.join(items)}]" if items else data.expr]
+
+
+@template("Reshape")
+def _reshape(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    data, shape = ins
+    target = None if shape is None else shape.ints()
+    if data is None or target is None or data.tensor is None:
+        return None
+    src = data.tensor.shape
+    try:
+        dims = reshape_dims(src, target, bool(attrs["allowzero"]))
+    except ValueError:
+        return None
+    if all(isinstance(d, int) for d in dims):
+        return [f"{data.expr}.reshape({tuple(int(d) for d in dims)!r})"]
+    if target.count(-1) <= 1 and 0 not in target:
+        return [f"{data.expr}.reshape({tuple(target)!r})"]  # numpy's -1 is ONNX's -1
+    return None

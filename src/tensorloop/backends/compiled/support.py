@@ -1,0 +1,125 @@
+"""Run-time helpers the generated code calls: stacked-output buffers, branch conditions, the
+generic kernel call and the signal that hands a run back to the reference interpreter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import ExecutionError, TensorloopError
+from ...ir.graph import Graph, Node
+from ...ir.opdef import get_opdef
+from ..reference.interpreter import Interpreter, conform
+from ..reference.registry import KernelContext, get_kernel
+from ..runtime import RunState, describe
+
+Array = np.ndarray[Any, Any]
+
+STACK_START_BYTES = 1 << 26
+"""A stacked output starts with room for the loop's trip bound, or for this many bytes when the
+bound is unknown or larger; it doubles when a loop outruns it."""
+
+
+class Deoptimize(Exception):  # noqa: N818  (a signal, not an error a user sees)
+    """Raised by generated code on a case it does not plan for (a stacked result changing shape,
+    say): the executable reruns the whole call on the reference interpreter, whose answer (or
+    error) is the one the user gets."""
+
+
+def stack_start(y: Any, bound: int) -> tuple[Array, tuple[int, ...]]:
+    """A buffer for a loop's stacked result, shaped after its first per-iteration value."""
+    y = np.asarray(y)
+    fits = max(16, STACK_START_BYTES // max(y.nbytes, 1))
+    return np.empty((max(1, min(bound, fits)), *y.shape), y.dtype), y.shape
+
+
+def stack_grow(buffer: Array) -> Array:
+    """``buffer`` with twice the rows, the filled ones kept."""
+    grown = np.empty((2 * len(buffer), *buffer.shape[1:]), buffer.dtype)
+    grown[: len(buffer)] = buffer
+    return grown
+
+
+def stack_finish(buffer: Array, n: int, axis: int, reverse: bool) -> Array:
+    """The first ``n`` rows of ``buffer`` as the stacked output: reversed for a reverse output,
+    the new axis moved to ``axis`` (negative counts from the end of the stacked rank)."""
+    out = buffer[:n]
+    if reverse:
+        out = out[::-1]
+    if axis < 0:
+        axis += out.ndim
+    if axis != 0:
+        out = np.moveaxis(out, 0, axis)
+    if reverse or axis != 0:
+        out = np.ascontiguousarray(out)
+    return out
+
+
+def truth(cond: Any) -> bool:
+    """An If's condition as a bool; anything but one element is handed to the reference."""
+    c = np.asarray(cond)
+    if c.size != 1:
+        raise Deoptimize
+    return bool(c.reshape(()))
+
+
+def generic_call(node: Node, *, stateful: bool) -> Callable[..., Any]:
+    """A call of ``node``'s reference kernel with attributes resolved now, outputs conformed to
+    their types as the reference does. A ``stateful`` call (variables or bodies) takes the run's
+    state first; the others share one context, as they never touch it."""
+    fn = get_kernel(node.op)
+    attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
+    count = len(node.outputs)
+
+    def finish(result: Any, inputs: Sequence[Any]) -> Any:
+        outs = list(result) if isinstance(result, tuple) else [result]
+        if count == 0 and result is None:
+            return None
+        if len(outs) != count:
+            raise ExecutionError(
+                f"{node.describe()}: kernel returned {len(outs)} values for {count} outputs"
+            )
+        conformed = [conform(node, i, o) for i, o in enumerate(outs)]
+        return conformed[0] if count == 1 else tuple(conformed)
+
+    def failed(exc: Exception, inputs: Sequence[Any]) -> ExecutionError:
+        shapes = ", ".join(describe(x) for x in inputs)
+        return ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}")
+
+    if stateful:
+
+        def call_with_state(state: RunState, *inputs: Any) -> Any:
+            runner = Interpreter(state=state).run_graph
+            try:
+                result = fn(KernelContext(node, attrs, runner, state), *inputs)
+            except TensorloopError:
+                raise
+            except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
+                raise failed(exc, inputs) from exc
+            return finish(result, inputs)
+
+        return call_with_state
+
+    ctx = KernelContext(node, attrs, _no_bodies, RunState())
+
+    def call(*inputs: Any) -> Any:
+        try:
+            result = fn(ctx, *inputs)
+        except TensorloopError:
+            raise
+        except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
+            raise failed(exc, inputs) from exc
+        return finish(result, inputs)
+
+    return call
+
+
+def _no_bodies(graph: Graph, args: Sequence[Any]) -> list[Any]:
+    raise ExecutionError(f"graph '{graph.name}' run from a kernel planned as body-free")
+
+
+def needs_state(node: Node) -> bool:
+    """Whether ``node``'s kernel reads the run's state: variables, or bodies it runs."""
+    return node.op in ("ReadVariable", "Assign") or bool(node.subgraphs)
