@@ -1,4 +1,5 @@
-"""Suite-wide laws: every model a test builds survives print -> parse -> print unchanged."""
+"""Suite-wide laws: every model a test builds survives print -> parse -> print unchanged, and
+every run a test makes gives the same outputs, trace, variables (or error) on every backend."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from typing import Any
 import pytest
 
 import tensorloop as tl
+from backend_agreement import assert_same_outputs, assert_same_trace, assert_same_value
+from tensorloop.backends.base import get_backend
+from tensorloop.errors import TensorloopError
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
 
@@ -27,4 +31,51 @@ def _text_round_trip_of_every_model(monkeypatch: pytest.MonkeyPatch) -> Iterator
             assert print_graph(parse_graph(text)) == text
 
     monkeypatch.setattr(tl.Model, "__init__", checked)
+    yield
+
+
+CHECKED_BACKENDS = ("reference", "compiled")
+"""Each run on one of these also runs on the others; results must agree (backend_agreement)."""
+
+
+@pytest.fixture(autouse=True)
+def _every_backend_agrees_with_the_reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    original = tl.Session.run
+
+    def checked(self: tl.Session, inputs: Any = (), **options: Any) -> tl.Outputs:
+        backend = options.get("backend")
+        name = get_backend(self.model.backend if backend is None else backend).name
+        if name not in CHECKED_BACKENDS:
+            return original(self, inputs, **options)
+        before = dict(self.state)
+        error: TensorloopError | None = None
+        try:
+            outputs = original(self, inputs, **options)
+        except TensorloopError as exc:
+            error = exc
+        after = self.state
+        for other in CHECKED_BACKENDS:
+            if other == name:
+                continue
+            self.state = dict(before)
+            where = f"{other} vs {name}"
+            try:
+                theirs = original(self, inputs, **{**options, "backend": other})
+            except TensorloopError as exc:
+                assert error is not None, f"{where}: {other} raised {exc!r}, {name} did not"
+                assert type(exc) is type(error), f"{where}: {exc!r} vs {error!r}"
+                continue
+            finally:
+                variables, self.state = self.state, after
+            assert error is None, f"{where}: {name} raised {error!r}, {other} did not"
+            assert_same_outputs(outputs, theirs, where)
+            assert_same_trace(outputs.trace, theirs.trace, where)
+            assert sorted(variables) == sorted(after), f"{where}: variables differ"
+            for key in after:
+                assert_same_value(after[key], variables[key], f"{where}: variable '{key}'")
+        if error is not None:
+            raise error
+        return outputs
+
+    monkeypatch.setattr(tl.Session, "run", checked)
     yield

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from .backends.base import backend_names
+from .backends.base import DEFAULT_BACKEND, backend_names
 from .backends.runtime import DEFAULT_MAX_ITERATIONS
 from .errors import InputError, TensorloopError
 from .io import load, save
@@ -28,7 +28,7 @@ def _fail(exc: TensorloopError) -> click.ClickException:
 
 
 def _load(
-    path: str, max_iterations: int = DEFAULT_MAX_ITERATIONS, backend: str = "reference"
+    path: str, max_iterations: int = DEFAULT_MAX_ITERATIONS, backend: str = DEFAULT_BACKEND
 ) -> Model:
     try:
         return load(path, max_iterations=max_iterations, backend=backend)
@@ -120,7 +120,7 @@ def main() -> None:
 @click.option(
     "--backend",
     type=click.Choice(backend_names()),
-    default="reference",
+    default=DEFAULT_BACKEND,
     show_default=True,
     help="Where the model runs.",
 )

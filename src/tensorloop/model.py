@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends.base import Backend, Executable, get_backend
+from .backends.base import DEFAULT_BACKEND, Backend, Executable, get_backend
 from .backends.runtime import DEFAULT_MAX_ITERATIONS, RunState, TraceEntry, coerce_inputs
 from .builder.tracing import Tensor, requested_name, root_graph
 from .errors import GraphError, InputError
@@ -85,7 +85,7 @@ class Model:
         *,
         name: str = "model",
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
-        backend: str | Backend = "reference",
+        backend: str | Backend = DEFAULT_BACKEND,
     ) -> None:
         self.graph = outputs if isinstance(outputs, Graph) else _extract(outputs, inputs, name)
         self.max_iterations = max_iterations

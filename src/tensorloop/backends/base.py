@@ -41,6 +41,9 @@ class Backend(Protocol):
         ...
 
 
+DEFAULT_BACKEND = "compiled"
+"""What ``Model``, ``load`` and the CLI run on unless told otherwise."""
+
 _FACTORIES: dict[str, Callable[[], Backend]] = {}
 _INSTANCES: dict[str, Backend] = {}
 _BUILTIN = {

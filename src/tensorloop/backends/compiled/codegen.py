@@ -88,7 +88,11 @@ class Generator:
 
     def record(self, value: Value) -> None:
         if value.name in self.trace:
-            self.src.line(f"_record({value.name!r}, {self.names[value]})")
+            self.src.line(f"_record({value.name!r}, {self.result(value)})")
+
+    def ref(self, value: Value | None) -> str:
+        """How the generated code reads ``value`` (None for an omitted optional input)."""
+        return "None" if value is None else self.names[value]
 
     def operand(self, value: Value | None) -> Operand | None:
         if value is None:
@@ -188,8 +192,8 @@ class Generator:
     def loop(self, node: Node) -> bool:
         """Inline ``node`` as a while loop; False (nothing written) if planning cannot."""
         view = Loop(node)
-        sources = [s.source for s in view.sliced]
-        ranks = [s.type.rank if isinstance(s.type, TensorType) else None for s in sources]
+        types = [None if s.source is None else s.source.type for s in view.sliced]
+        ranks = [t.rank if isinstance(t, TensorType) else None for t in types]
         if any(r is None for r in ranks):
             return False
         axes = []
@@ -206,9 +210,9 @@ class Generator:
         if view.trip_count is not None:
             static = view.static_trip_count
             bounds.append(
-                str(static) if static is not None else f"int({self.names[view.trip_count]})"
+                str(static) if static is not None else f"int({self.ref(view.trip_count)})"
             )
-        slice_names = [self.names[s.source] for s in view.sliced]
+        slice_names = [self.ref(s.source) for s in view.sliced]
         bounds += [f"{name}.shape[{a}]" for name, a in zip(slice_names, axes, strict=True)]
         if bounds:
             src.line(f"{n} = {bounds[0] if len(bounds) == 1 else 'min(' + ', '.join(bounds) + ')'}")
@@ -224,9 +228,9 @@ class Generator:
         it_param, carried_params, slice_params, inv_params = view.counts.split_params(body.inputs)
         carried_names = [self.local(p) for p in carried_params]
         for name, c in zip(carried_names, view.carried, strict=True):
-            src.line(f"{name} = {self.names[c.initial]}")
+            src.line(f"{name} = {self.ref(c.initial)}")
         for p, inv in zip(inv_params, view.invariants, strict=True):
-            self.names[p] = self.names[inv.value]
+            self.names[p] = self.ref(inv.value)
         stacked = [self.fresh("stack") for _ in view.stacked]
         shapes = [self.fresh("shape") for _ in view.stacked]
         for b in stacked:
@@ -257,12 +261,7 @@ class Generator:
             step = view.counts.split_results(body.outputs)
             if stops:
                 src.line(f"{cond} = bool({self.names[continues]})")
-            nexts = [self.names[v] for v in step.carried]
-            changed = [(c, x) for c, x in zip(carried_names, nexts, strict=True) if c != x]
-            if changed:
-                lhs = ", ".join(c for c, _ in changed)
-                rhs = ", ".join(x for _, x in changed)
-                src.line(f"{lhs}, = {rhs},")
+            # Stacked results first: one may be a carried parameter, rebound below.
             cap = n if bounds else "1"
             for b, shape, y in zip(stacked, shapes, step.per_iteration, strict=True):
                 yv = self.names[y]
@@ -273,6 +272,12 @@ class Generator:
                 with src.block(f"if {yv}.shape != {shape}:"):
                     src.line("raise support.Deoptimize")
                 src.line(f"{b}[{i}] = {yv}")
+            nexts = [self.names[v] for v in step.carried]
+            changed = [(c, x) for c, x in zip(carried_names, nexts, strict=True) if c != x]
+            if changed:
+                lhs = ", ".join(c for c, _ in changed)
+                rhs = ", ".join(x for _, x in changed)
+                src.line(f"{lhs}, = {rhs},")
             src.line(f"{i} += 1")
         self.nesting -= 1
         if self.trace:
@@ -285,19 +290,19 @@ class Generator:
             outs = [self.local(o) for o in outputs]
             with src.block(f"if {stacked[0]} is None:"):
                 helper = self.bind(_zero_trip(node), "zero_trip")
-                args = [
-                    *carried_names,
-                    *slice_names,
-                    *(self.names[v.value] for v in view.invariants),
-                ]
-                src.line(f"{', '.join(outs)}, = {helper}([{', '.join(args)}])")
+                invariants = ", ".join(self.ref(v.value) for v in view.invariants)
+                src.line(
+                    f"{', '.join(outs)}, = {helper}([{', '.join(carried_names)}], "
+                    f"[{', '.join(slice_names)}], [{invariants}])"
+                )
             with src.block("else:"):
-                for o, b, s in zip(outs, stacked, view.stacked, strict=True):
+                for name, b, st in zip(outs, stacked, view.stacked, strict=True):
+                    spec = st.spec
                     src.line(
-                        f"{o} = support.stack_finish({b}, {i}, {s.spec.axis}, {s.spec.reverse})"
+                        f"{name} = support.stack_finish({b}, {i}, {spec.axis}, {spec.reverse})"
                     )
-        for o in node.outputs:
-            self.record(o)
+        for out in node.outputs:
+            self.record(out)
         return True
 
 

@@ -25,7 +25,7 @@ def _signature(value: Any) -> Hashable:
         return (value.dtype, value.shape)
     if isinstance(value, list):
         return ("seq", tuple(_signature(v) for v in value))
-    return None if value is None else type(value)
+    return None if value is None else type(value).__name__
 
 
 def specialize(graph: Graph, args: Sequence[Any], *, fold: bool = True) -> Graph:
