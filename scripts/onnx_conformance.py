@@ -15,6 +15,7 @@ import onnx
 from rich.console import Console
 from rich.progress import track
 
+from tensorloop.backends.base import DEFAULT_BACKEND, backend_names
 from tensorloop.formats.onnx.backend import CaseResult, node_test_cases, run_case
 
 
@@ -61,10 +62,20 @@ def render_report(results: list[CaseResult]) -> str:
 @click.option("-k", "pattern", default="", help="Only cases whose name matches this regex.")
 @click.option("--report", type=click.Path(dir_okay=False), help="Write the Markdown report here.")
 @click.option("--quiet", is_flag=True, help="Do not list each failure.")
-def main(pattern: str, report: str | None, quiet: bool) -> None:
+@click.option(
+    "--backend",
+    type=click.Choice(backend_names()),
+    default=DEFAULT_BACKEND,
+    show_default=True,
+    help="The tensorloop backend that runs the cases.",
+)
+def main(pattern: str, report: str | None, quiet: bool, backend: str) -> None:
     console = Console()
     cases = node_test_cases(pattern)
-    results = [run_case(c) for c in track(cases, description="node tests", console=console)]
+    results = [
+        run_case(c, backend=backend)
+        for c in track(cases, description="node tests", console=console)
+    ]
     if not quiet:
         for r in results:
             if not r.passed:

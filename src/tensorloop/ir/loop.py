@@ -259,6 +259,11 @@ class Loop:
         """How many times the loop runs, if known without running it (see loop_trip_count)."""
         return loop_trip_count(self.node.inputs, self.node.attrs)
 
+    @property
+    def trip_bound(self) -> int | None:
+        """The most times the loop can run, if known without running it (loop_trip_bound)."""
+        return loop_trip_bound(self.node.inputs, self.node.attrs)
+
     # -- construction ------------------------------------------------------------------------
     @staticmethod
     def operands(
@@ -326,17 +331,31 @@ def loop_trip_count(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) ->
     cond = body.outputs[0].constant if body.outputs else None
     if inputs[1] is not None or cond is None or cond.size != 1 or not bool(cond.reshape(())):
         return None
+    trip = inputs[0]
+    if trip is not None and trip.constant is None:
+        return None
+    return loop_trip_bound(inputs, attrs)
+
+
+def loop_trip_bound(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) -> int | None:
+    """The most times a Loop with these inputs can run, if known without running it: the least
+    of its constant trip count and its static sliced lengths (a condition may stop it sooner).
+    None when some bound is only known at run time, or there is none."""
     bounds: list[int] = []
     trip = inputs[0]
     if trip is not None:
         data = trip.constant
-        if data is None:
+        if data is None or data.size != 1:
             return None
         bounds.append(max(int(data.reshape(-1)[0]), 0))
     sources = LoopCounts.of(len(inputs), attrs).split_inputs(inputs).sources
     for src, s in zip(sources, attrs.get("sliced", ()), strict=True):
         t = None if src is None else src.type
-        if not isinstance(t, TensorType) or t.shape is None:
+        if (
+            not isinstance(t, TensorType)
+            or t.shape is None
+            or not -len(t.shape) <= s.axis < len(t.shape)
+        ):
             return None
         d = t.shape[normalize_axis(s.axis, len(t.shape), "Loop")]
         if not isinstance(d, int):

@@ -37,8 +37,10 @@ class HoistSlicedWork(Pass):
     input (same direction) in place of the work.
 
     A body node is batched when it is pure, has static input and output shapes, reads at least
-    one row value (a slice parameter of a source of static shape, or the result of a batched
-    node) and otherwise only invariant parameters and body Constants (copied in front of the
+    one row value (a slice parameter of a source of static shape; ``Gather(v, iteration, axis)``
+    of an invariant ``v`` of static shape when the loop's trip bound is a constant no larger
+    than ``v``'s length on ``axis``, the way ONNX exporters write ``X[t]``; or the result of a
+    batched node) and otherwise only invariant parameters and body Constants (copied in front of the
     Loop), and is one of:
 
     * an elementwise op in ``ELEMENTWISE``, or a ``Cast`` that is not from floats to integers:
@@ -92,6 +94,35 @@ def _slice_rows(loop: Loop) -> dict[Value, _Rows]:
     return rows
 
 
+def _indexed_rows(loop: Loop) -> dict[Value, _Rows]:
+    """Body values ``Gather(invariant, iteration, axis)``: row ``i`` of the invariant, as if it
+    were sliced, when the loop cannot run past the invariant's static length on that axis (so
+    the index is always in range, as the reference would otherwise report)."""
+    bound = loop.trip_bound
+    if bound is None:
+        return {}
+    iteration = loop.iteration
+    outer = {inv.param: inv.value for inv in loop.invariants}
+    rows: dict[Value, _Rows] = {}
+    for node in loop.body.nodes:
+        if node.op != "Gather" or len(node.inputs) != 2 or node.inputs[1] is not iteration:
+            continue
+        data = node.inputs[0]
+        source = outer.get(data) if data is not None else None
+        t = _static(source)
+        if source is None or t is None or t.shape is None or not t.shape:
+            continue
+        axis = node.attrs.get("axis", 0)
+        if not -len(t.shape) <= axis < len(t.shape):
+            continue
+        axis = normalize_axis(axis, len(t.shape), "Gather")
+        length = t.shape[axis]
+        assert isinstance(length, int)
+        if bound <= length:
+            rows[node.outputs[0]] = _Rows(source, axis, False, length, len(t.shape))
+    return rows
+
+
 def _batched_rows(node: Node, rows: dict[Value, _Rows], plain: set[Value]) -> _Rows | None:
     """How ``node``'s result is laid out when computed over whole row values, or None if it
     cannot be batched."""
@@ -140,7 +171,8 @@ def _batch(graph: Graph, loop: Loop) -> bool:
     stacked = [s.spec for s in loop.stacked]
     outputs = loop.outputs
     k = 1 + loop.counts.carried + loop.counts.sliced
-    rows = _slice_rows(loop)
+    indexed = _indexed_rows(loop)
+    rows = {**_slice_rows(loop), **indexed}
     plain: set[Value] = {inv.param for inv in loop.invariants}
     batched: list[Node] = []
     for node in body.nodes:
@@ -159,6 +191,7 @@ def _batch(graph: Graph, loop: Loop) -> bool:
         inv.param: inv.value for inv in loop.invariants if inv.value is not None
     }
     outer.update({s.param: s.source for s in loop.sliced if s.source is not None})
+    outer.update({v: r.outer for v, r in indexed.items()})
     copied: list[Node] = []
     em = Emitter(graph, anchor=loop.node)
     for node in batched:

@@ -1,9 +1,10 @@
 """The compiled backend: plans a graph once per input signature and runs it as generated Python.
 
-``prepare`` runs the loop passes once on a copy of the graph. The first run with a given input
-signature (dtypes and shapes) specialises that copy to the signature (concrete types, shapes
-folded to constants) and generates one Python function for it (``codegen.py``): no per-node
-dispatch, attribute lookup or type check is left at run time. Plans are cached per signature
+The first run with a given input signature (dtypes and shapes) specialises a copy of the graph
+to the signature (concrete types, shapes folded to constants: ``specialize.py``), runs the loop
+passes of ``PIPELINE`` on it (they see the static shapes and trip counts the signature gives)
+and generates one Python function for it (``codegen.py``): no per-node dispatch, attribute
+lookup or type check is left at run time. Plans are cached per signature
 and shared by threads; everything a run allocates is local to the run.
 
 What the plan does not cover it hands on, never guessing: ops without an inline template call
@@ -45,7 +46,7 @@ PIPELINE: list[Pass] = [
     eliminate_common_subexpressions,
     eliminate_dead_loop_values,
 ]
-"""The passes ``prepare`` runs, in order: each keeps results unchanged (tests/passes)."""
+"""The passes each plan runs, in order: each keeps results unchanged (tests/passes)."""
 
 MAX_PLANS = 64
 """Plans kept per executable; a model run with ever new shapes replans the oldest away."""
@@ -66,9 +67,8 @@ class Plan:
 class CompiledExecutable:
     """A graph optimised once and planned per input signature; safe to run from many threads."""
 
-    def __init__(self, graph: Graph, optimized: Graph) -> None:
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
-        self.optimized = optimized
         self._plans: dict[tuple[Any, ...], Plan] = {}
         self._lock = threading.Lock()
         self._stateful = any(n.op in ("Assign",) for _, n in graph.walk())
@@ -79,8 +79,8 @@ class CompiledExecutable:
         key = (signature(args), trace)
         plan = self._plans.get(key)
         if plan is None:
-            source = self.graph if trace else self.optimized
-            plan = Plan(specialize(source, args, fold=not trace), trace)
+            graph = specialize(self.graph, args, fold=not trace)
+            plan = Plan(graph if trace else optimize(graph), trace)
             with self._lock:
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
@@ -113,7 +113,7 @@ class CompiledBackend:
     def prepare(
         self, graph: Graph, input_types: Sequence[Type] | None = None
     ) -> CompiledExecutable:
-        return CompiledExecutable(graph, optimize(graph))
+        return CompiledExecutable(graph)
 
     def evaluate(self, node: Node, inputs: Sequence[Any]) -> list[Any]:
         # One node once: planning would cost more than it saves.
@@ -121,12 +121,11 @@ class CompiledBackend:
 
 
 def optimize(graph: Graph) -> Graph:
-    """A copy of ``graph`` after ``PIPELINE``."""
-    copy = graph.clone()
+    """``graph`` after ``PIPELINE`` (rewritten in place)."""
     with np.errstate(all="ignore"):
         for p in PIPELINE:
-            copy = p(copy).graph
-    return copy
+            graph = p(graph).graph
+    return graph
 
 
 register_backend("compiled", CompiledBackend)

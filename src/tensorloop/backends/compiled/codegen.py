@@ -126,7 +126,10 @@ class Generator:
 
     def node(self, node: Node) -> None:
         if node.op == "Constant":
-            self.names[node.outputs[0]] = self.bind(node.attrs["value"], node.outputs[0].name)
+            value = node.attrs["value"]
+            # A scalar as a NumPy scalar: scalar arithmetic skips the ufunc machinery.
+            value = value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+            self.names[node.outputs[0]] = self.bind(value, node.outputs[0].name)
             self.record(node.outputs[0])
             return
         if node.op == "Identity":
@@ -208,7 +211,8 @@ class Generator:
 
         bounds = []
         if view.trip_count is not None:
-            static = view.static_trip_count
+            data = view.trip_count.constant
+            static = int(data.reshape(-1)[0]) if data is not None and data.size == 1 else None
             bounds.append(
                 str(static) if static is not None else f"int({self.ref(view.trip_count)})"
             )

@@ -214,6 +214,8 @@ def _gemm(
     a, b = ins[0], ins[1]
     x = f"{a.expr}.T" if attrs["transA"] else a.expr
     y = f"{b.expr}.T" if attrs["transB"] else b.expr
+    if attrs["transB"] and b.const is not None:  # weights: transposed once, here
+        y = bind(np.ascontiguousarray(b.const.T), "weights_t")
     alpha, beta = attrs["alpha"], attrs["beta"]
     out = f"({x} @ {y})" if alpha == 1 else f"({bind(alpha, 'alpha')} * ({x} @ {y}))"
     c = ins[2] if len(ins) > 2 else None

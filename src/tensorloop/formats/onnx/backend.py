@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep
 
+from ...backends.base import DEFAULT_BACKEND
 from ...errors import TensorloopError
 from ...model import Model
 from . import load_onnx
@@ -35,7 +36,7 @@ class TensorloopRep(BackendRep):
 
 
 class TensorloopBackend(Backend):
-    """The ONNX backend API over tensorloop's reference interpreter (CPU only)."""
+    """The ONNX backend API over tensorloop (CPU only); ``backend=`` picks tensorloop's."""
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> TensorloopRep:
@@ -123,11 +124,11 @@ def _time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def check_case(case: Any) -> None:
-    """Run one node test case; raises on a wrong answer or an error."""
+def check_case(case: Any, backend: str = DEFAULT_BACKEND) -> None:
+    """Run one node test case on ``backend``; raises on a wrong answer or an error."""
     from onnx.backend.test.runner import Runner
 
-    rep = TensorloopBackend.prepare(case.model)
+    rep = TensorloopBackend.prepare(case.model, backend=backend)
     for inputs, expected in case.data_sets:
         with np.errstate(all="ignore"):
             got = rep.run([_array(x) for x in inputs])
@@ -161,12 +162,12 @@ def _assert_similar(
         runner.assert_similar_outputs([r], [o], rtol, atol)
 
 
-def run_case(case: Any, timeout: int = 120) -> CaseResult:
+def run_case(case: Any, timeout: int = 120, backend: str = DEFAULT_BACKEND) -> CaseResult:
     ops, nested = case_ops(case)
     start = time.perf_counter()
     try:
         with _time_limit(timeout):
-            check_case(case)
+            check_case(case, backend)
         passed, error = True, ""
     except (TensorloopError, AssertionError, CaseTimeoutError) as exc:
         passed, error = False, f"{type(exc).__name__}: {exc}"
