@@ -19,7 +19,7 @@ from tensorloop.passes import Pass
 
 def _run(graph: Graph, inputs: dict[str, Any], max_iterations: int | None) -> list[Any] | str:
     kw = {} if max_iterations is None else {"max_iterations": max_iterations}
-    model = tl.Model(graph, **kw)
+    model = tl.Model(graph, backend="reference", **kw)  # the pass alone, not the pipeline
     try:
         res = model.run(inputs)
     except LoopLimitError:

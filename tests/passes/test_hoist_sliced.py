@@ -194,3 +194,56 @@ def test_hoist_sliced_batches_the_scan_projection() -> None:
     assert hoist_sliced_work(g).changed
     before_loop = print_graph(g).split("Loop(")[0]
     assert "MatMul(%xs" in before_loop and ": f64[6,3]" in before_loop
+
+
+INDEXED = textwrap.dedent(
+    """\
+    graph @main(%xs: f32[6,3], %h0: f32[4], %w: f32[3,4]) {
+      %n = Constant() {value = dense<i64[]>[TRIPS]} : i64[]
+      %h = Loop(max_trip_count=%n, carried=[%h0], invariants=[%xs, %w]) {body = graph @body(%i: i64[], %h: f32[4], %xb: f32[6,3], %wb: f32[3,4]) {
+        %t = Constant() {value = dense<bool[]>[true]} : bool[]
+        %x = Gather(%xb, %i) {axis = 0} : f32[3]
+        %xw = MatMul(%x, %wb) : f32[4]
+        %s = Add(%xw, %h) : f32[4]
+        return %t, %s
+      }} : f32[4]
+      return %h
+    }"""  # noqa: E501
+)
+
+
+def test_hoist_sliced_golden_gather_by_iteration() -> None:
+    # ONNX exporters write an RNN's x[t] as Gather(X, t) of an invariant X: with the trip
+    # count 5 <= len(X) = 6 the index is always in range, so X is treated as sliced.
+    g = parse_graph(INDEXED.replace("TRIPS", "5"))
+    assert hoist_sliced_work(g).changed
+    assert print_graph(g) == textwrap.dedent(
+        """\
+        graph @main(%xs: f32[6,3], %h0: f32[4], %w: f32[3,4]) {
+          %n = Constant() {value = dense<i64[]>[5]} : i64[]
+          %xw = MatMul(%xs, %w) : f32[6,4]
+          %h = Loop(max_trip_count=%n, carried=[%h0], sliced=[%xw], invariants=[%xs, %w]) {body = graph @body(%i: i64[], %h: f32[4], %xw: f32[4], %xb: f32[6,3], %wb: f32[3,4]) {
+            %t = Constant() {value = dense<bool[]>[true]} : bool[]
+            %x = Gather(%xb, %i) {axis = 0} : f32[3]
+            %s = Add(%xw, %h) : f32[4]
+            return %t, %s
+          }, sliced = [Sliced(axis=0, reverse=false)], stacked = []} : f32[4]
+          return %h
+        }"""  # noqa: E501
+    )
+    verify(g)
+    rng = np.random.default_rng(0)
+    inputs = {
+        "xs": rng.standard_normal((6, 3)).astype(np.float32),
+        "h0": rng.standard_normal(4).astype(np.float32),
+        "w": rng.standard_normal((3, 4)).astype(np.float32),
+    }
+    before = tl.Model(parse_graph(INDEXED.replace("TRIPS", "5")), backend="reference")
+    after = tl.Model(g, backend="reference")
+    np.testing.assert_allclose(after.run(inputs)["h"], before.run(inputs)["h"], rtol=1e-5)
+
+
+def test_hoist_sliced_leaves_a_gather_that_can_run_out_of_range() -> None:
+    # Seven trips over six rows: the seventh Gather fails, as it must keep doing.
+    g = parse_graph(INDEXED.replace("TRIPS", "7"))
+    assert not hoist_sliced_work(g).changed

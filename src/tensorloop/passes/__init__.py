@@ -7,6 +7,7 @@ from .dead_loop_values import eliminate_dead_loop_values
 from .fold_constants import fold_constants
 from .hoist_invariants import hoist_loop_invariants
 from .hoist_sliced import hoist_sliced_work
+from .merge_split_elementwise import merge_split_elementwise
 from .unroll import static_trip_count, unroll_loops
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "fold_constants",
     "hoist_loop_invariants",
     "hoist_sliced_work",
+    "merge_split_elementwise",
     "run_passes",
     "static_trip_count",
     "unroll_loops",

@@ -29,6 +29,7 @@ from ...passes import (
     fold_constants,
     hoist_loop_invariants,
     hoist_sliced_work,
+    merge_split_elementwise,
 )
 from ...passes.base import Pass
 from ...tensor.types import Type
@@ -45,6 +46,7 @@ PIPELINE: list[Pass] = [
     hoist_sliced_work,
     eliminate_common_subexpressions,
     eliminate_dead_loop_values,
+    merge_split_elementwise,
 ]
 """The passes each plan runs, in order: each keeps results unchanged (tests/passes)."""
 

@@ -1,0 +1,139 @@
+"""merge_split_elementwise: golden before/after IR text, and identical results on random splits."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from loop_pass_laws import assert_pass_keeps_results
+
+from tensorloop import TensorType
+from tensorloop.ir.emit import Emitter
+from tensorloop.ir.graph import Graph
+from tensorloop.ir.parser import parse_graph
+from tensorloop.ir.printer import print_graph
+from tensorloop.ir.verify import verify
+from tensorloop.passes import merge_split_elementwise
+
+GATES = textwrap.dedent(
+    """\
+    graph @main(%x: f32[2,8]) {
+      %i, %o, %f, %c = Split(%x) {axis = 1, num_outputs = 4} : f32[2,2], f32[2,2], f32[2,2], f32[2,2]
+      %si = Sigmoid(%i) : f32[2,2]
+      %so = Sigmoid(%o) : f32[2,2]
+      %sf = Sigmoid(%f) : f32[2,2]
+      %tc = Tanh(%c) : f32[2,2]
+      %a = Mul(%si, %tc) : f32[2,2]
+      %b = Mul(%so, %sf) : f32[2,2]
+      return %a, %b
+    }"""  # noqa: E501
+)
+
+
+def test_merge_golden_lstm_gates() -> None:
+    g = parse_graph(GATES)
+    assert merge_split_elementwise(g).changed
+    # Three neighbouring sigmoid gates: one Sigmoid over six columns, split after; the tanh
+    # gate stands alone and keeps its own piece.
+    assert print_graph(g) == textwrap.dedent(
+        """\
+        graph @main(%x: f32[2,8]) {
+          %0 = Constant() {value = dense<i64[2]>[6, 2]} : i64[2]
+          %1, %c = Split(%x, %0) {axis = 1} : f32[2,6], f32[2,2]
+          %3 = Sigmoid(%1) : f32[2,6]
+          %4 = Constant() {value = dense<i64[3]>[2, 2, 2]} : i64[3]
+          %si, %so, %sf = Split(%3, %4) {axis = 1} : f32[2,2], f32[2,2], f32[2,2]
+          %tc = Tanh(%c) : f32[2,2]
+          %a = Mul(%si, %tc) : f32[2,2]
+          %b = Mul(%so, %sf) : f32[2,2]
+          return %a, %b
+        }"""
+    )
+    verify(g)
+    assert not merge_split_elementwise(g).changed  # a fixed point
+
+
+def test_merge_leaves_pieces_read_twice_results_and_other_attributes() -> None:
+    g = parse_graph(
+        textwrap.dedent(
+            """\
+            graph @main(%x: f64[6]) {
+              %a, %b, %c = Split(%x) {axis = 0, num_outputs = 3} : f64[2], f64[2], f64[2]
+              %la = LeakyRelu(%a) {alpha = 0.1} : f64[2]
+              %lb = LeakyRelu(%b) {alpha = 0.2} : f64[2]
+              %ec = Exp(%c) : f64[2]
+              %e2 = Neg(%c) : f64[2]
+              return %la, %lb, %ec, %e2
+            }"""
+        )
+    )
+    before = print_graph(g)
+    assert not merge_split_elementwise(g).changed
+    assert print_graph(g) == before
+
+
+def test_merge_reaches_into_loop_bodies() -> None:
+    g = parse_graph(
+        textwrap.dedent(
+            """\
+            graph @main(%xs: f32[3,4]) {
+              %ys = Loop(sliced=[%xs]) {body = graph @body(%i: i64[], %x: f32[4]) {
+                %t = Constant() {value = dense<bool[]>[true]} : bool[]
+                %p, %q = Split(%x) {axis = 0, num_outputs = 2} : f32[2], f32[2]
+                %sp = Tanh(%p) : f32[2]
+                %sq = Tanh(%q) : f32[2]
+                %y = Add(%sp, %sq) : f32[2]
+                return %t, %y
+              }, sliced = [Sliced(axis=0, reverse=false)], stacked = [Stacked(axis=0, reverse=false)]} : f32[3,2]
+              return %ys
+            }"""  # noqa: E501
+        )
+    )
+    xs = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    after = assert_pass_keeps_results(merge_split_elementwise, g, {"xs": xs})
+    body = after.nodes[-1].attrs["body"]
+    assert [n.op for n in body.nodes].count("Tanh") == 1
+
+
+UNARY = ["Sigmoid", "Tanh", "Relu", "Exp", "Neg", "Abs", ("LeakyRelu", 0.1), ("LeakyRelu", 0.3)]
+
+
+@st.composite
+def split_cases(draw: st.DrawFn) -> tuple[Graph, dict[str, Any]]:
+    rank = draw(st.integers(1, 3))
+    shape = [draw(st.integers(1, 3)) for _ in range(rank)]
+    axis = draw(st.integers(-rank, rank - 1))
+    sizes = draw(st.lists(st.integers(0, 3), min_size=1, max_size=5))
+    shape[axis] = sum(sizes)
+    g = Graph("main")
+    x = g.add_input("x", TensorType("float64", shape))
+    em = Emitter(g)
+    cut = em.op("Constant", [], {"value": np.array(sizes, np.int64)})
+    pieces = em.ops("Split", [x, cut], {"axis": axis})
+    results = []
+    for piece in pieces:
+        choice = draw(st.sampled_from([*UNARY, None]))
+        if choice is None:
+            results.append(piece)  # a piece that is itself a result
+            continue
+        op, attrs = (choice[0], {"alpha": choice[1]}) if isinstance(choice, tuple) else (choice, {})
+        y = em.op(op, [piece], attrs)
+        if draw(st.booleans()):
+            results.append(em.op("Add", [y, piece]))  # the piece read twice
+        else:
+            results.append(y)
+    g.set_outputs(results)
+    verify(g)
+    seed = draw(st.integers(0, 2**16))
+    data = np.random.default_rng(seed).uniform(-3, 3, shape)
+    return g, {"x": data}
+
+
+@settings(max_examples=80, deadline=None)
+@given(split_cases())
+def test_merge_keeps_results_of_random_splits(case: tuple[Graph, dict[str, Any]]) -> None:
+    graph, inputs = case
+    assert_pass_keeps_results(merge_split_elementwise, graph, inputs)
