@@ -29,7 +29,9 @@ def assert_same_value(got: Any, want: Any, where: str) -> None:
         assert got is None, f"{where}: got {type(got).__name__}, want none"
         return
     g, w = np.asarray(got), np.asarray(want)
-    assert isinstance(got, np.ndarray), f"{where}: got a {type(got).__name__}, want an array"
+    assert type(got) is type(want), (
+        f"{where}: got a {type(got).__name__}, want a {type(want).__name__}"
+    )
     assert g.dtype == w.dtype, f"{where}: dtype {g.dtype}, want {w.dtype}"
     assert g.shape == w.shape, f"{where}: shape {g.shape}, want {w.shape}"
     if w.dtype.kind in "fc" or w.dtype.kind == "V":

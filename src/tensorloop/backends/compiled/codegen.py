@@ -86,9 +86,12 @@ class Generator:
         self.names[value] = name
         return name
 
-    def record(self, value: Value) -> None:
+    def record(self, value: Value, *, raw: bool = False) -> None:
+        """Record ``value`` if traced: as an array, as the reference conforms each result;
+        ``raw`` as it is (a loop's iteration is an np.int64 there too)."""
         if value.name in self.trace:
-            self.src.line(f"_record({value.name!r}, {self.result(value)})")
+            expr = self.names[value] if raw else self.result(value)
+            self.src.line(f"_record({value.name!r}, {expr})")
 
     def ref(self, value: Value | None) -> str:
         """How the generated code reads ``value`` (None for an omitted optional input)."""
@@ -260,7 +263,7 @@ class Generator:
                 item = f"{name}.shape[{a}] - 1 - {i}" if s.spec.reverse else i
                 src.line(f"{self.local(p)} = {name}[{', '.join([':'] * a + [item])}]")
             for p in body.inputs:
-                self.record(p)
+                self.record(p, raw=p is it_param)
             self.body(body)
             step = view.counts.split_results(body.outputs)
             if stops:

@@ -408,3 +408,58 @@ def _reshape(
     if target.count(-1) <= 1 and 0 not in target:
         return [f"{data.expr}.reshape({tuple(target)!r})"]  # numpy's -1 is ONNX's -1
     return None
+
+
+# -- in place: the same computations written into a preallocated buffer -----------------------
+_UFUNCS = {
+    "Add": "np.add",
+    "Sub": "np.subtract",
+    "Mul": "np.multiply",
+    "Div": "np.divide",
+    "Min": "np.minimum",
+    "Max": "np.maximum",
+    "Equal": "np.equal",
+    "Less": "np.less",
+    "Greater": "np.greater",
+    "LessOrEqual": "np.less_equal",
+    "GreaterOrEqual": "np.greater_equal",
+    "And": "np.logical_and",
+    "Or": "np.logical_or",
+    "Xor": "np.logical_xor",
+    "Not": "np.logical_not",
+    "Neg": "np.negative",
+    "Abs": "np.abs",
+    "Sqrt": "np.sqrt",
+    "Exp": "np.exp",
+    "Log": "np.log",
+    "Tanh": "np.tanh",
+    "MatMul": "np.matmul",
+}
+
+
+def inline_into(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], out: str, bind: Bind
+) -> list[str] | None:
+    """Statements computing ``node``'s one output into buffer ``out`` (of the output's static
+    shape and dtype) exactly as ``inline`` computes it, or None if ``node`` has no such form.
+    The buffer never overlaps an input (the buffer plan sees to it)."""
+    if inline(node, attrs, ins, bind) is None:  # the same dtype conditions as the inline form
+        return None
+    args = ", ".join(o.expr for o in ins if o is not None)
+    if node.op in _UFUNCS and len(ins) == (1 if _UFUNCS[node.op] in _ONE_INPUT else 2):
+        return [f"{_UFUNCS[node.op]}({args}, out={out})"]
+    if node.op == "Relu":
+        return [f"np.maximum({args}, 0, out={out})"]
+    if node.op == "Sigmoid":  # 1 / (1 + exp(-x)), one rounding per step as inline's
+        return [
+            f"np.negative({args}, out={out})",
+            f"np.exp({out}, out={out})",
+            f"np.add(1, {out}, out={out})",
+            f"np.divide(1, {out}, out={out})",
+        ]
+    return None
+
+
+_ONE_INPUT = frozenset(
+    {"np.logical_not", "np.negative", "np.abs", "np.sqrt", "np.exp", "np.log", "np.tanh"}
+)
