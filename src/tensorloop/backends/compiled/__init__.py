@@ -81,8 +81,14 @@ class CompiledExecutable:
         key = (signature(args), trace)
         plan = self._plans.get(key)
         if plan is None:
-            graph = specialize(self.graph, args, fold=not trace)
-            plan = Plan(graph if trace else optimize(graph), trace)
+            try:
+                graph = specialize(self.graph, args, fold=not trace)
+                graph = graph if trace else optimize(graph)
+            except TensorloopError:
+                # The signature makes the graph invalid (a reshape the shapes cannot take, say):
+                # plan the graph as it is, and let the run report the fault as the reference does.
+                graph = self.graph
+            plan = Plan(graph, trace)
             with self._lock:
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))

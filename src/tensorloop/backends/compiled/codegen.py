@@ -23,7 +23,8 @@ from ...tensor.types import TensorType
 from ..reference.kernels.control_flow import empty_stacked
 from ..runtime import loop_limit_error
 from . import support
-from .ops import Operand, inline
+from .memory import plan_buffers
+from .ops import Operand, inline, inline_into
 
 MAX_NESTING = 10
 """Bodies nested deeper run through the reference kernel (Python allows 20 nested blocks)."""
@@ -68,6 +69,8 @@ class Generator:
         self.constants: dict[Value, Any] = {}
         self._count = 0
         self.nesting = 0
+        self.buffers: dict[Value, str] = {}
+        """Body values written in place into a buffer allocated before their loop."""
 
     # -- names -------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -147,7 +150,17 @@ class Generator:
         attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
         exprs = None
         if not node.subgraphs:
-            exprs = inline(node, attrs, [self.operand(v) for v in node.inputs], self.bind)
+            operands = [self.operand(v) for v in node.inputs]
+            buffer = self.buffers.get(node.outputs[0]) if len(node.outputs) == 1 else None
+            if buffer is not None:
+                lines = inline_into(node, attrs, operands, buffer, self.bind)
+                if lines is not None:
+                    for line in lines:
+                        self.src.line(line)
+                    self.names[node.outputs[0]] = buffer
+                    self.record(node.outputs[0])
+                    return
+            exprs = inline(node, attrs, operands, self.bind)
         if exprs is None:
             self.call(node)
             return
@@ -171,6 +184,21 @@ class Generator:
             self.src.line(f"{', '.join(outs)}, = {call}")
         for o in node.outputs:
             self.record(o)
+
+    def plan_buffers(self, body: Graph, escaping: int) -> None:
+        """Allocate the pooled buffers of ``body`` (memory.py) here, before its loop."""
+
+        def writable(node: Node) -> bool:
+            if node.subgraphs or len(node.outputs) != 1:
+                return False
+            attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
+            probe = [None if v is None else Operand("x", v.type, v.constant) for v in node.inputs]
+            return inline_into(node, attrs, probe, "out", lambda obj, hint: hint) is not None
+
+        plan = plan_buffers(body, escaping, writable, self.fresh)
+        for name, shape, dtype in plan.allocations:
+            self.src.line(f"{name} = np.empty({shape!r}, {self.bind(dtype, 'dtype')})")
+        self.buffers.update(plan.buffers)
 
     # -- control flow ------------------------------------------------------------------------
     def branch(self, node: Node) -> None:
@@ -249,6 +277,8 @@ class Generator:
         continues = view.continue_condition
         stops = not (continues.constant is not None and bool(np.asarray(continues.constant)))
         header = " and ".join(([f"{i} < {n}"] if bounds else []) + [cond])
+        if not self.trace:  # traced values are kept, so none may be overwritten
+            self.plan_buffers(body, 1 + view.counts.carried)
         self.nesting += 1
         with src.block(f"while {header}:"):
             with src.block(f"if {i} >= _max_iterations:"):
