@@ -23,7 +23,7 @@ from ...tensor.types import TensorType
 from ..reference.kernels.control_flow import empty_stacked
 from ..runtime import loop_limit_error
 from . import support
-from .memory import plan_buffers
+from .memory import plan_buffers, plan_in_place
 from .ops import Operand, inline, inline_into
 
 MAX_NESTING = 10
@@ -70,6 +70,8 @@ class Generator:
         self._count = 0
         self.nesting = 0
         self.buffers: dict[Value, str] = {}
+        self.in_place: dict[Value, Value] = {}
+        """Values written into the buffer of an input that dies with them."""
         """Body values written in place into a buffer allocated before their loop."""
 
     # -- names -------------------------------------------------------------------------------
@@ -117,6 +119,8 @@ class Generator:
             for p in graph.inputs:
                 self.record(p)
             with self.src.block("with np.errstate(all='ignore'):"):
+                if not self.trace:
+                    self.in_place = plan_in_place(graph, self.elementwise)
                 self.body(graph)
                 outs = [self.result(v) for v in graph.outputs]
                 self.src.line(f"return [{', '.join(outs)}]")
@@ -151,7 +155,10 @@ class Generator:
         exprs = None
         if not node.subgraphs:
             operands = [self.operand(v) for v in node.inputs]
-            buffer = self.buffers.get(node.outputs[0]) if len(node.outputs) == 1 else None
+            out = node.outputs[0] if len(node.outputs) == 1 else None
+            buffer = None if out is None else self.buffers.get(out)
+            if out is not None and out in self.in_place:
+                buffer = self.names[self.in_place[out]]
             if buffer is not None:
                 lines = inline_into(node, attrs, operands, buffer, self.bind)
                 if lines is not None:
@@ -185,17 +192,23 @@ class Generator:
         for o in node.outputs:
             self.record(o)
 
+    @staticmethod
+    def writable(node: Node) -> bool:
+        """Whether ``node`` has an in-place form (``ops.inline_into``)."""
+        if node.subgraphs or len(node.outputs) != 1:
+            return False
+        attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
+        probe = [None if v is None else Operand("x", v.type, v.constant) for v in node.inputs]
+        return inline_into(node, attrs, probe, "out", lambda obj, hint: hint) is not None
+
+    @staticmethod
+    def elementwise(node: Node) -> bool:
+        return node.op != "MatMul" and Generator.writable(node)
+
     def plan_buffers(self, body: Graph, escaping: int) -> None:
         """Allocate the pooled buffers of ``body`` (memory.py) here, before its loop."""
 
-        def writable(node: Node) -> bool:
-            if node.subgraphs or len(node.outputs) != 1:
-                return False
-            attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
-            probe = [None if v is None else Operand("x", v.type, v.constant) for v in node.inputs]
-            return inline_into(node, attrs, probe, "out", lambda obj, hint: hint) is not None
-
-        plan = plan_buffers(body, escaping, writable, self.fresh)
+        plan = plan_buffers(body, escaping, self.writable, self.fresh)
         for name, shape, dtype in plan.allocations:
             self.src.line(f"{name} = np.empty({shape!r}, {self.bind(dtype, 'dtype')})")
         self.buffers.update(plan.buffers)
@@ -268,21 +281,42 @@ class Generator:
             self.names[p] = self.ref(inv.value)
         stacked = [self.fresh("stack") for _ in view.stacked]
         shapes = [self.fresh("shape") for _ in view.stacked]
-        for b in stacked:
-            src.line(f"{b} = None")
+        caps = [self.fresh("cap") for _ in view.stacked]
+        fixed = [_static_tensor(st.result) for st in view.stacked]
+        for b, cap, t in zip(stacked, caps, fixed, strict=True):
+            if t is None:
+                src.line(f"{b} = None")
+            else:  # the per-iteration shape is known: the buffer exists before the loop
+                rows = n if bounds else "1"
+                dtype = self.bind(t.dtype.numpy, "dtype")
+                src.line(f"{b} = support.stack_alloc({rows}, {t.static_shape!r}, {dtype})")
+                src.line(f"{cap} = len({b})")
         src.line(f"{i} = 0")
         if self.trace:
             src.line(f"path_{k} = state.path")
 
         continues = view.continue_condition
         stops = not (continues.constant is not None and bool(np.asarray(continues.constant)))
-        header = " and ".join(([f"{i} < {n}"] if bounds else []) + [cond])
+        always = not stops and (initial is None or initial.constant is not None)
+        if always and initial is not None and not bool(np.asarray(initial.constant)):
+            always = False  # never runs: keep the plain form
+        # A bounded loop checks the iteration limit once, after it: it runs at most
+        # min(bound, limit) trips and fails if it would have gone on (as the reference fails on
+        # entering trip number `limit`).
+        limit = f"lim_{k}"
+        if bounds:
+            src.line(f"{limit} = min({n}, _max_iterations)")
+        tests = ([f"{i} < {limit}"] if bounds else []) + ([] if always else [cond])
+        header = " and ".join(tests) or "True"
         if not self.trace:  # traced values are kept, so none may be overwritten
             self.plan_buffers(body, 1 + view.counts.carried)
         self.nesting += 1
         with src.block(f"while {header}:"):
-            with src.block(f"if {i} >= _max_iterations:"):
-                src.line(f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)")
+            if not bounds:
+                with src.block(f"if {i} >= _max_iterations:"):
+                    src.line(
+                        f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)"
+                    )
             if self.trace:
                 src.line(f"state.path = path_{k} + ({i},)")
             if it_param.uses or it_param.name in self.trace:
@@ -299,11 +333,19 @@ class Generator:
             if stops:
                 src.line(f"{cond} = bool({self.names[continues]})")
             # Stacked results first: one may be a carried parameter, rebound below.
-            cap = n if bounds else "1"
-            for b, shape, y in zip(stacked, shapes, step.per_iteration, strict=True):
+            first = n if bounds else "1"
+            for b, shape, cap, t, y in zip(
+                stacked, shapes, caps, fixed, step.per_iteration, strict=True
+            ):
                 yv = self.names[y]
+                if t is not None:
+                    with src.block(f"if {i} == {cap}:"):
+                        src.line(f"{b} = support.stack_grow({b})")
+                        src.line(f"{cap} = len({b})")
+                    src.line(f"{b}[{i}] = {yv}")
+                    continue
                 with src.block(f"if {b} is None:"):
-                    src.line(f"{b}, {shape} = support.stack_start({yv}, {cap})")
+                    src.line(f"{b}, {shape} = support.stack_start({yv}, {first})")
                 with src.block(f"elif {i} == len({b}):"):
                     src.line(f"{b} = support.stack_grow({b})")
                 with src.block(f"if {yv}.shape != {shape}:"):
@@ -319,13 +361,17 @@ class Generator:
         self.nesting -= 1
         if self.trace:
             src.line(f"state.path = path_{k}")
+        if bounds:
+            going = " and ".join([f"{i} < {n}"] + ([] if always else [cond]))
+            with src.block(f"if {i} == _max_iterations and {going}:"):
+                src.line(f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)")
 
         finals, outputs = view.counts.split_outputs(node.outputs)
         for out, name in zip(finals, carried_names, strict=True):
             self.names[out] = name
         if outputs:
             outs = [self.local(o) for o in outputs]
-            with src.block(f"if {stacked[0]} is None:"):
+            with src.block(f"if {i} == 0:"):
                 helper = self.bind(_zero_trip(node), "zero_trip")
                 invariants = ", ".join(self.ref(v.value) for v in view.invariants)
                 src.line(
@@ -341,6 +387,11 @@ class Generator:
         for out in node.outputs:
             self.record(out)
         return True
+
+
+def _static_tensor(value: Value) -> TensorType | None:
+    t = value.type
+    return t if isinstance(t, TensorType) and t.is_static else None
 
 
 def _zero_trip(node: Node) -> Any:

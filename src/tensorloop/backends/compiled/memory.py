@@ -54,6 +54,62 @@ def static_shape(v: Value | None) -> tuple[int, ...] | None:
     return None
 
 
+def plan_in_place(graph: Graph, writable: Callable[[Node], bool]) -> dict[Value, Value]:
+    """Outputs of ``graph``'s nodes that may be written into one of their own inputs: an input of
+    the output's static shape and dtype that a known-fresh op made, whose buffer nothing reads
+    after this node (through views or otherwise) and that is no result. Elementwise ops only
+    (``writable``): each element is read before it is written."""
+    plan = BufferPlan()
+    roots: dict[Value, frozenset[Value]] = {p: frozenset() for p in graph.inputs}
+    position: dict[Node, int] = {}
+    for k, node in enumerate(graph.nodes):
+        position[node] = k
+        _layouts(node, plan)
+        for out in node.outputs:
+            roots[out] = _roots(node, out, roots, plan.views)
+    last = _last_reads(graph, roots, position)
+    reuse: dict[Value, Value] = {}
+    for k, node in enumerate(graph.nodes):
+        if len(node.outputs) != 1 or not writable(node):
+            continue
+        out = node.outputs[0]
+        shape = static_shape(out)
+        if not shape:
+            continue
+        for v in node.inputs:
+            producer = None if v is None else v.producer
+            if (
+                v is not None
+                and producer is not None
+                and producer.op in FRESH_OPS
+                and roots.get(v) == frozenset({v})
+                and last.get(v) == k
+                and static_shape(v) == shape
+                and v.type == out.type
+                and sum(1 for w in node.inputs if w is v) == 1
+            ):
+                reuse[out] = v
+                roots[out] = frozenset({v})
+                break
+    return reuse
+
+
+def _last_reads(
+    graph: Graph, roots: dict[Value, frozenset[Value]], position: dict[Node, int]
+) -> dict[Value, int]:
+    """For each buffer root, the position of the last node reading a value rooted in it (the
+    graph's results count as read after every node)."""
+    end = len(graph.nodes)
+    last: dict[Value, int] = {}
+    for v, rs in roots.items():
+        uses = [position[u.node] for u in v.uses if u.node in position]
+        if v in graph.outputs:
+            uses.append(end)
+        for r in rs:
+            last[r] = max([last.get(r, -1), *uses])
+    return last
+
+
 def plan_buffers(
     body: Graph,
     escaping_results: int,
@@ -71,14 +127,7 @@ def plan_buffers(
         for out in node.outputs:
             roots[out] = _roots(node, out, roots, plan.views)
 
-    end = len(body.nodes)
-    last: dict[Value, int] = {}
-    for v, rs in roots.items():
-        uses = [position[u.node] for u in v.uses if u.node in position]
-        if v in body.outputs:
-            uses.append(end)
-        for r in rs:
-            last[r] = max([last.get(r, -1), *uses])
+    last = _last_reads(body, roots, position)
     escaping: set[Value] = set()
     for v in body.outputs[:escaping_results]:
         escaping |= roots.get(v, frozenset())

@@ -201,6 +201,9 @@ def _matmul(
         return None
     a, b = ins
     assert a is not None and b is not None
+    if a.rank is not None and a.rank >= 3 and b.rank == 2:
+        # A stack of matrices times one matrix is one GEMM over all rows, not one per matrix.
+        return [f"support.matmul_rows({a.expr}, {b.expr})"]
     return [f"({a.expr} @ {b.expr})"]
 
 

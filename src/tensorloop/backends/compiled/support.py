@@ -35,6 +35,14 @@ def stack_start(y: Any, bound: int) -> tuple[Array, tuple[int, ...]]:
     return np.empty((max(1, min(bound, fits)), *y.shape), y.dtype), y.shape
 
 
+def stack_alloc(bound: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    """A buffer for a stacked result of static per-iteration ``shape``: room for ``bound`` rows
+    (at least one), or for STACK_START_BYTES when the bound is larger."""
+    row = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
+    fits = max(16, STACK_START_BYTES // row)
+    return np.empty((max(1, min(bound, fits)), *shape), dtype)
+
+
 def stack_grow(buffer: Array) -> Array:
     """``buffer`` with twice the rows, the filled ones kept."""
     grown = np.empty((2 * len(buffer), *buffer.shape[1:]), buffer.dtype)
@@ -55,6 +63,12 @@ def stack_finish(buffer: Array, n: int, axis: int, reverse: bool) -> Array:
     if reverse or axis != 0:
         out = np.ascontiguousarray(out)
     return out
+
+
+def matmul_rows(a: Array, b: Array) -> Array:
+    """``a @ b`` for ``a`` of rank 3 or more and ``b`` a matrix, as one GEMM over every row."""
+    rows = a.reshape(-1, a.shape[-1]) @ b
+    return rows.reshape(*a.shape[:-1], b.shape[-1])
 
 
 def truth(cond: Any) -> bool:
