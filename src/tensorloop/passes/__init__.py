@@ -8,6 +8,7 @@ from .fold_constants import fold_constants
 from .hoist_invariants import hoist_loop_invariants
 from .hoist_sliced import hoist_sliced_work
 from .merge_split_elementwise import merge_split_elementwise
+from .prefix_sums import loop_prefix_sums
 from .unroll import static_trip_count, unroll_loops
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "fold_constants",
     "hoist_loop_invariants",
     "hoist_sliced_work",
+    "loop_prefix_sums",
     "merge_split_elementwise",
     "run_passes",
     "static_trip_count",

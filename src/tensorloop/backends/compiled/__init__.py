@@ -29,6 +29,7 @@ from ...passes import (
     fold_constants,
     hoist_loop_invariants,
     hoist_sliced_work,
+    loop_prefix_sums,
     merge_split_elementwise,
 )
 from ...passes.base import Pass
@@ -45,6 +46,7 @@ PIPELINE: list[Pass] = [
     hoist_loop_invariants,
     hoist_sliced_work,
     eliminate_common_subexpressions,
+    loop_prefix_sums,
     eliminate_dead_loop_values,
     merge_split_elementwise,
 ]

@@ -324,6 +324,8 @@ class Generator:
             else:
                 self.names[it_param] = f"np.int64({i})"
             for p, name, a, s in zip(slice_params, slice_names, axes, view.sliced, strict=True):
+                if not p.uses and p not in body.outputs and p.name not in self.trace:
+                    continue  # a source kept only for its length bounds the trips
                 item = f"{name}.shape[{a}] - 1 - {i}" if s.spec.reverse else i
                 src.line(f"{self.local(p)} = {name}[{', '.join([':'] * a + [item])}]")
             for p in body.inputs:
