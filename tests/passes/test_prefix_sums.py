@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from loop_pass_laws import assert_pass_keeps_results
+
 from tensorloop.ir.graph import Graph
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
