@@ -59,15 +59,7 @@ def plan_in_place(graph: Graph, writable: Callable[[Node], bool]) -> dict[Value,
     the output's static shape and dtype that a known-fresh op made, whose buffer nothing reads
     after this node (through views or otherwise) and that is no result. Elementwise ops only
     (``writable``): each element is read before it is written."""
-    plan = BufferPlan()
-    roots: dict[Value, frozenset[Value]] = {p: frozenset() for p in graph.inputs}
-    position: dict[Node, int] = {}
-    for k, node in enumerate(graph.nodes):
-        position[node] = k
-        _layouts(node, plan)
-        for out in node.outputs:
-            roots[out] = _roots(node, out, roots, plan.views)
-    last = _last_reads(graph, roots, position)
+    _, roots, last = _analyse(graph)
     reuse: dict[Value, Value] = {}
     for k, node in enumerate(graph.nodes):
         if len(node.outputs) != 1 or not writable(node):
@@ -94,6 +86,22 @@ def plan_in_place(graph: Graph, writable: Callable[[Node], bool]) -> dict[Value,
     return reuse
 
 
+def _analyse(
+    graph: Graph,
+) -> tuple[BufferPlan, dict[Value, frozenset[Value]], dict[Value, int]]:
+    """The layouts and views of ``graph``'s values, each value's roots, and the position of the
+    last read of each root."""
+    plan = BufferPlan()
+    roots: dict[Value, frozenset[Value]] = {p: frozenset() for p in graph.inputs}
+    position: dict[Node, int] = {}
+    for k, node in enumerate(graph.nodes):
+        position[node] = k
+        _layouts(node, plan)
+        for out in node.outputs:
+            roots[out] = _roots(node, out, roots, plan.views)
+    return plan, roots, _last_reads(graph, roots, position)
+
+
 def _last_reads(
     graph: Graph, roots: dict[Value, frozenset[Value]], position: dict[Node, int]
 ) -> dict[Value, int]:
@@ -118,16 +126,7 @@ def plan_buffers(
 ) -> BufferPlan:
     """Pool the outputs of ``body``'s nodes that ``writable`` says can be written in place; the
     first ``escaping_results`` results of ``body`` outlive the iteration."""
-    plan = BufferPlan()
-    roots: dict[Value, frozenset[Value]] = {p: frozenset() for p in body.inputs}
-    position: dict[Node, int] = {}
-    for k, node in enumerate(body.nodes):
-        position[node] = k
-        _layouts(node, plan)
-        for out in node.outputs:
-            roots[out] = _roots(node, out, roots, plan.views)
-
-    last = _last_reads(body, roots, position)
+    plan, roots, last = _analyse(body)
     escaping: set[Value] = set()
     for v in body.outputs[:escaping_results]:
         escaping |= roots.get(v, frozenset())

@@ -93,104 +93,44 @@ def _dtypes(ins: Sequence[Operand | None], allowed: frozenset[DType]) -> bool:
     return len(dtypes) == 1 and dtypes <= allowed
 
 
-_BINARY = {"Add": "+", "Sub": "-", "Mul": "*"}
-_COMPARE = {
-    "Equal": "==",
-    "Less": "<",
-    "Greater": ">",
-    "LessOrEqual": "<=",
-    "GreaterOrEqual": ">=",
+_BOOL = frozenset({DType.bool})
+# op: (the dtypes all its inputs share, the expression over its inputs {0}, {1})
+_SIMPLE: dict[str, tuple[frozenset[DType], str]] = {
+    "Add": (_NUMBERS, "({0} + {1})"),
+    "Sub": (_NUMBERS, "({0} - {1})"),
+    "Mul": (_NUMBERS, "({0} * {1})"),
+    "Div": (_FLOATS, "({0} / {1})"),  # integer division truncates: the kernel's job
+    "Min": (_NUMBERS, "np.minimum({0}, {1})"),
+    "Max": (_NUMBERS, "np.maximum({0}, {1})"),
+    "Neg": (_NUMBERS, "(-{0})"),
+    "Abs": (_NUMBERS, "np.abs({0})"),
+    "Relu": (_NUMBERS, "np.maximum({0}, 0)"),
+    "Sqrt": (_FLOATS, "np.sqrt({0})"),
+    "Exp": (_FLOATS, "np.exp({0})"),
+    "Log": (_FLOATS, "np.log({0})"),
+    "Tanh": (_FLOATS, "np.tanh({0})"),
+    "Sigmoid": (_FLOATS, "(1 / (1 + np.exp(-{0})))"),
+    "Equal": (_NUMBERS | _BOOL, "({0} == {1})"),
+    "Less": (_NUMBERS, "({0} < {1})"),
+    "Greater": (_NUMBERS, "({0} > {1})"),
+    "LessOrEqual": (_NUMBERS, "({0} <= {1})"),
+    "GreaterOrEqual": (_NUMBERS, "({0} >= {1})"),
+    "And": (_BOOL, "np.logical_and({0}, {1})"),
+    "Or": (_BOOL, "np.logical_or({0}, {1})"),
+    "Xor": (_BOOL, "np.logical_xor({0}, {1})"),
+    "Not": (_BOOL, "np.logical_not({0})"),
 }
-_UNARY = {
-    "Abs": "np.abs({0})",
-    "Sqrt": "np.sqrt({0})",
-    "Exp": "np.exp({0})",
-    "Log": "np.log({0})",
-    "Tanh": "np.tanh({0})",
-    "Sigmoid": "(1 / (1 + np.exp(-{0})))",
-    "Relu": "np.maximum({0}, 0)",
-}
-_FLOAT_ONLY = frozenset({"Sqrt", "Exp", "Log", "Tanh", "Sigmoid"})
 
 
-@template(*_BINARY)
-def _binary(
+@template(*_SIMPLE)
+def _simple(
     node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
 ) -> list[str] | None:
-    if len(ins) != 2 or not _dtypes(ins, _NUMBERS):
+    allowed, form = _SIMPLE[node.op]
+    arity = 2 if "{1}" in form else 1
+    if len(ins) != arity or not _dtypes(ins, allowed):
         return None
-    a, b = ins
-    assert a is not None and b is not None
-    return [f"({a.expr} {_BINARY[node.op]} {b.expr})"]
-
-
-@template("Div")
-def _div(
-    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
-) -> list[str] | None:
-    if not _dtypes(ins, _FLOATS):
-        return None
-    a, b = ins
-    assert a is not None and b is not None
-    return [f"({a.expr} / {b.expr})"]
-
-
-@template("Min", "Max")
-def _min_max(
-    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
-) -> list[str] | None:
-    if len(ins) != 2 or not _dtypes(ins, _NUMBERS):
-        return None
-    a, b = ins
-    assert a is not None and b is not None
-    fn = "np.minimum" if node.op == "Min" else "np.maximum"
-    return [f"{fn}({a.expr}, {b.expr})"]
-
-
-@template("Neg")
-def _neg(
-    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
-) -> list[str] | None:
-    if not _dtypes(ins, _NUMBERS):
-        return None
-    (a,) = ins
-    assert a is not None
-    return [f"(-{a.expr})"]
-
-
-@template(*_UNARY)
-def _unary(
-    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
-) -> list[str] | None:
-    if not _dtypes(ins, _FLOATS if node.op in _FLOAT_ONLY else _NUMBERS):
-        return None
-    (a,) = ins
-    assert a is not None
-    return [_UNARY[node.op].format(a.expr)]
-
-
-@template(*_COMPARE)
-def _compare(
-    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
-) -> list[str] | None:
-    allowed = _NUMBERS | {DType.bool} if node.op == "Equal" else _NUMBERS
-    if not _dtypes(ins, allowed):
-        return None
-    a, b = ins
-    assert a is not None and b is not None
-    return [f"({a.expr} {_COMPARE[node.op]} {b.expr})"]
-
-
-@template("And", "Or", "Xor", "Not")
-def _logical(
-    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
-) -> list[str] | None:
-    if not _dtypes(ins, frozenset({DType.bool})):
-        return None
-    fn = {"And": "np.logical_and", "Or": "np.logical_or", "Xor": "np.logical_xor"}
-    if node.op == "Not":
-        return [f"np.logical_not({ins[0].expr})"]  # type: ignore[union-attr]
-    return [f"{fn[node.op]}({', '.join(o.expr for o in ins if o is not None)})"]
+    return [form.format(*(o.expr for o in ins if o is not None))]
 
 
 @template("MatMul")

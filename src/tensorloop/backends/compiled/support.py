@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ExecutionError, TensorloopError
+from ...errors import ExecutionError
 from ...ir.graph import Graph, Node
 from ...ir.opdef import get_opdef
-from ..reference.interpreter import Interpreter, conform
+from ..reference.interpreter import Interpreter, invoke
 from ..reference.registry import KernelContext, get_kernel
-from ..runtime import RunState, describe
+from ..runtime import RunState
 
 Array = np.ndarray[Any, Any]
 
@@ -80,52 +80,28 @@ def truth(cond: Any) -> bool:
 
 
 def generic_call(node: Node, *, stateful: bool) -> Callable[..., Any]:
-    """A call of ``node``'s reference kernel with attributes resolved now, outputs conformed to
-    their types as the reference does. A ``stateful`` call (variables or bodies) takes the run's
-    state first; the others share one context, as they never touch it."""
+    """A call of ``node``'s reference kernel with attributes resolved now (``invoke``: outputs
+    conformed to their types, errors named as the reference names them). A ``stateful`` call
+    (variables or bodies) takes the run's state first; the others share one context, as they
+    never touch it. One output is returned as it is, several as a tuple, none as None."""
     fn = get_kernel(node.op)
     attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
-    count = len(node.outputs)
 
-    def finish(result: Any, inputs: Sequence[Any]) -> Any:
-        outs = list(result) if isinstance(result, tuple) else [result]
-        if count == 0 and result is None:
-            return None
-        if len(outs) != count:
-            raise ExecutionError(
-                f"{node.describe()}: kernel returned {len(outs)} values for {count} outputs"
-            )
-        conformed = [conform(node, i, o) for i, o in enumerate(outs)]
-        return conformed[0] if count == 1 else tuple(conformed)
-
-    def failed(exc: Exception, inputs: Sequence[Any]) -> ExecutionError:
-        shapes = ", ".join(describe(x) for x in inputs)
-        return ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}")
+    def unpack(outs: list[Any]) -> Any:
+        return outs[0] if len(outs) == 1 else (tuple(outs) if outs else None)
 
     if stateful:
 
         def call_with_state(state: RunState, *inputs: Any) -> Any:
             runner = Interpreter(state=state).run_graph
-            try:
-                result = fn(KernelContext(node, attrs, runner, state), *inputs)
-            except TensorloopError:
-                raise
-            except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
-                raise failed(exc, inputs) from exc
-            return finish(result, inputs)
+            return unpack(invoke(fn, KernelContext(node, attrs, runner, state), inputs))
 
         return call_with_state
 
     ctx = KernelContext(node, attrs, _no_bodies, RunState())
 
     def call(*inputs: Any) -> Any:
-        try:
-            result = fn(ctx, *inputs)
-        except TensorloopError:
-            raise
-        except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
-            raise failed(exc, inputs) from exc
-        return finish(result, inputs)
+        return unpack(invoke(fn, ctx, inputs))
 
     return call
 

@@ -11,7 +11,7 @@ from ...errors import ExecutionError, TensorloopError
 from ...ir.graph import Graph, Node, Value
 from ...ir.opdef import get_opdef
 from ..runtime import DEFAULT_MAX_ITERATIONS, RunState, describe, runtime_value
-from .registry import KernelContext, get_kernel
+from .registry import Kernel, KernelContext, get_kernel
 
 
 class Interpreter:
@@ -61,24 +61,30 @@ class Interpreter:
         if attrs is None:
             attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
             self._attrs[id(node)] = attrs
-        fn = get_kernel(node.op)
-        try:
-            result = fn(KernelContext(node, attrs, self.run_graph, self.state), *inputs)
-        except TensorloopError:
-            raise
-        except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
-            shapes = ", ".join(describe(x) for x in inputs)
-            raise ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}") from exc
-        # A tuple is one value per output; anything else (a list is a sequence) is one output.
-        outs = list(result) if isinstance(result, tuple) else [result]
-        if len(node.outputs) == 0 and result is None:
-            return []
-        if len(outs) != len(node.outputs):
-            raise ExecutionError(
-                f"{node.describe()}: kernel returned {len(outs)} values for "
-                f"{len(node.outputs)} outputs"
-            )
-        return [conform(node, i, o) for i, o in enumerate(outs)]
+        ctx = KernelContext(node, attrs, self.run_graph, self.state)
+        return invoke(get_kernel(node.op), ctx, inputs)
+
+
+def invoke(fn: Kernel, ctx: KernelContext, inputs: Sequence[Any]) -> list[Any]:
+    """``fn(ctx, *inputs)`` as one value per output of ``ctx.node``, each conformed to its type;
+    a Python error in the kernel becomes this node's ExecutionError."""
+    node = ctx.node
+    try:
+        result = fn(ctx, *inputs)
+    except TensorloopError:
+        raise
+    except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
+        shapes = ", ".join(describe(x) for x in inputs)
+        raise ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}") from exc
+    # A tuple is one value per output; anything else (a list is a sequence) is one output.
+    outs = list(result) if isinstance(result, tuple) else [result]
+    if len(node.outputs) == 0 and result is None:
+        return []
+    if len(outs) != len(node.outputs):
+        raise ExecutionError(
+            f"{node.describe()}: kernel returned {len(outs)} values for {len(node.outputs)} outputs"
+        )
+    return [conform(node, i, o) for i, o in enumerate(outs)]
 
 
 def conform(node: Node, index: int, result: Any) -> Any:
