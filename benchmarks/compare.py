@@ -15,7 +15,8 @@ and building the case, it resets the kernel's resident-set high-water mark
 model), prepares it and runs it once.
 "first run" is that wall time (tensorloop's lazily imported modules are imported before the
 clock starts, as the other runtimes' libraries are); "peak RSS" is VmHWM minus the VmRSS noted
-before, i.e. how far the process's resident set (Python and native allocations alike) grew above where it stood.
+before, i.e. how far the process's resident set (Python and native allocations alike) grew
+above where it stood.
 Where clear_refs cannot be written, ``resource.getrusage`` ru_maxrss is used instead (then the
 number is the growth of the peak over the process's peak before loading).
 
