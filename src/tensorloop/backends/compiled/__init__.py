@@ -39,7 +39,6 @@ from ..reference import Interpreter
 from ..runtime import RunState
 from .codegen import generate
 from .specialize import signature, specialize
-from .support import Deoptimize
 
 PIPELINE: list[Pass] = [
     fold_constants,
@@ -75,7 +74,7 @@ class CompiledExecutable:
         self.graph = graph
         self._plans: dict[tuple[Any, ...], Plan] = {}
         self._lock = threading.Lock()
-        self._stateful = any(n.op in ("Assign",) for _, n in graph.walk())
+        self._stateful = any(n.op == "Assign" for _, n in graph.walk())
 
     def plan(self, args: Sequence[Any], trace: frozenset[str] = frozenset()) -> Plan:
         """The plan for ``args``' signature (made on first use); traced values plan from the
@@ -105,7 +104,7 @@ class CompiledExecutable:
             return plan.run(args, state)
         except TensorloopError:
             raise
-        except (Deoptimize, Exception):
+        except Exception:  # support.Deoptimize included
             # Not planned for, or failed: the reference's answer (or its clear error) stands.
             if saved is not None:
                 state.variables.clear()
