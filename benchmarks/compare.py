@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
 import resource
 import statistics
 import subprocess
@@ -393,6 +394,15 @@ def _status_kib(field: str) -> int:
     raise KeyError(field)
 
 
+LAZY_PACKAGES = (
+    "tensorloop.formats.onnx",
+    "tensorloop.formats.openvino",
+    "tensorloop.backends.reference.kernels",
+    "tensorloop.backends.compiled",
+)
+"""Packages whose modules tensorloop imports on first use (converters, kernels, backends)."""
+
+
 def child(key: str, runner: str, seed: int, path: Path) -> dict[str, Any]:
     case = build_case(key, seed)
     make = makers([runner[3:]] if runner.startswith("tl:") else [])[runner]
@@ -400,9 +410,9 @@ def child(key: str, runner: str, seed: int, path: Path) -> dict[str, Any]:
         # Import what a load imports lazily before the clock starts, as onnxruntime's and
         # OpenVINO's libraries are imported before theirs: "first run" is load + plan + run,
         # not module import (which PYTHONDONTWRITEBYTECODE=1 makes a compile from source here).
-        importlib.import_module("tensorloop.formats.onnx.importer")
-        importlib.import_module("tensorloop.formats.openvino")
-        importlib.import_module("tensorloop.backends.reference.kernels")
+        for package in LAZY_PACKAGES:
+            for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+                importlib.import_module(f"{package}.{info.name}")
         tl.backends.base.get_backend(runner[3:])
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current VmRSS

@@ -10,6 +10,7 @@ import pytest
 
 import tensorloop as tl
 from backend_agreement import assert_same_outputs, assert_same_trace, assert_same_value
+from tensorloop.backends import compiled
 from tensorloop.backends.base import get_backend
 from tensorloop.errors import TensorloopError
 from tensorloop.ir.parser import parse_graph
@@ -78,4 +79,5 @@ def _every_backend_agrees_with_the_reference(monkeypatch: pytest.MonkeyPatch) ->
         return outputs
 
     monkeypatch.setattr(tl.Session, "run", checked)
+    monkeypatch.setattr(compiled, "VERIFY_PASSES", True)  # every pass of every plan verified
     yield

@@ -140,3 +140,43 @@ def test_the_lstm_cell_writes_in_place_and_matches_the_reference() -> None:
         got = model.run(feed)
         for name in want:
             np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7)
+
+
+def test_weights_read_through_views_of_constants_are_taken_once_at_planning() -> None:
+    # The RNN lowerings read W[0] of a [directions, 4H, H] weight and use it transposed
+    # (Gemm transB): the plan takes the view once, transposes it once, and the recurrent Gemm
+    # writes into a buffer.
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((1, 8, 2)).astype(np.float32)
+    weights = ", ".join(repr(float(v)) for v in w.reshape(-1))
+    graph = parse_graph(
+        textwrap.dedent(
+            """\
+            graph @main(%xs: f32[3,2,8], %h0: f32[2,2]) {
+              %w = Constant() {value = WEIGHTS} : f32[1,8,2]
+              %zero = Constant() {value = dense<i64[]>[0]} : i64[]
+              %r = Gather(%w, %zero) {axis = 0} : f32[8,2]
+              %h = Loop(carried=[%h0], sliced=[%xs], invariants=[%r]) {body = graph @body(%i: i64[], %h: f32[2,2], %x: f32[2,8], %rb: f32[8,2]) {
+                %t = Constant() {value = dense<bool[]>[true]} : bool[]
+                %lo = Constant() {value = dense<i64[1]>[0]} : i64[1]
+                %hi = Constant() {value = dense<i64[1]>[2]} : i64[1]
+                %ax = Constant() {value = dense<i64[1]>[1]} : i64[1]
+                %g = Gemm(%h, %rb, %x) {transB = 1} : f32[2,8]
+                %gs = Slice(%g, %lo, %hi, %ax) : f32[2,2]
+                %hn = Tanh(%gs) : f32[2,2]
+                return %t, %hn
+              }, sliced = [Sliced(axis=0, reverse=false)]} : f32[2,2]
+              return %h
+            }"""  # noqa: E501
+        ).replace("WEIGHTS", f"dense<f32[1,8,2]>[{weights}]")
+    )
+    model = tl.Model(graph)
+    feed = {
+        "xs": rng.standard_normal((3, 2, 8)).astype(np.float32),
+        "h0": rng.standard_normal((2, 2)).astype(np.float32),
+    }
+    source = model.prepared("compiled").plan(coerce_inputs(model.graph, feed)).source
+    assert "g_weights_t" in source and "np.matmul(" in source and ", out=buf" in source
+    assert "Gather" not in source  # taken at planning time, not per run
+    want = model.run(feed, backend="reference")["h"]
+    np.testing.assert_allclose(model.run(feed)["h"], want, rtol=1e-6, atol=1e-6)

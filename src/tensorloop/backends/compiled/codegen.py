@@ -23,7 +23,7 @@ from ...tensor.types import TensorType
 from ..reference.kernels.control_flow import empty_stacked
 from ..runtime import loop_limit_error
 from . import support
-from .memory import plan_buffers, plan_in_place
+from .memory import VIEW_OPS, plan_buffers, plan_in_place
 from .ops import Operand, inline, inline_into
 
 MAX_NESTING = 10
@@ -71,6 +71,8 @@ class Generator:
         self.nesting = 0
         self.buffers: dict[Value, str] = {}
         self.in_place: dict[Value, Value] = {}
+        self.known: dict[Value, Any] = {}
+        """Values computed while planning: views of constants (a weight's slice, transposed)."""
         """Values written into the buffer of an input that dies with them."""
         """Body values written in place into a buffer allocated before their loop."""
 
@@ -98,6 +100,14 @@ class Generator:
             expr = self.names[value] if raw else self.result(value)
             self.src.line(f"_record({value.name!r}, {expr})")
 
+    def alias(self, param: Value, value: Value | None) -> None:
+        """Body parameter ``param`` reads ``value`` of the enclosing graph, as it is."""
+        self.names[param] = self.ref(value)
+        if value is not None:
+            known = value.constant if value.constant is not None else self.known.get(value)
+            if known is not None:
+                self.known[param] = known
+
     def ref(self, value: Value | None) -> str:
         """How the generated code reads ``value`` (None for an omitted optional input)."""
         return "None" if value is None else self.names[value]
@@ -105,7 +115,8 @@ class Generator:
     def operand(self, value: Value | None) -> Operand | None:
         if value is None:
             return None
-        return Operand(self.names[value], value.type, value.constant)
+        known = value.constant if value.constant is not None else self.known.get(value)
+        return Operand(self.names[value], value.type, known)
 
     # -- the function ------------------------------------------------------------------------
     def function(self, graph: Graph) -> str:
@@ -168,6 +179,18 @@ class Generator:
                     self.record(node.outputs[0])
                     return
             exprs = inline(node, attrs, operands, self.bind)
+            if (
+                exprs is not None
+                and node.op in VIEW_OPS
+                and all(o is None or o.const is not None for o in operands)
+            ):
+                # A view of constants is a constant: take it now, once (no copy is made).
+                for out, expr in zip(node.outputs, exprs, strict=True):
+                    value = np.asarray(eval(expr, self.globals))
+                    self.known[out] = value
+                    self.names[out] = self.bind(value[()] if value.ndim == 0 else value, out.name)
+                    self.record(out)
+                return
         if exprs is None:
             self.call(node)
             return
@@ -203,7 +226,7 @@ class Generator:
 
     @staticmethod
     def elementwise(node: Node) -> bool:
-        return node.op != "MatMul" and Generator.writable(node)
+        return node.op not in ("MatMul", "Gemm") and Generator.writable(node)  # no overlap
 
     def plan_buffers(self, body: Graph, escaping: int) -> None:
         """Allocate the pooled buffers of ``body`` (memory.py) here, before its loop."""
@@ -217,7 +240,6 @@ class Generator:
     def branch(self, node: Node) -> None:
         view = If(node)
         cond = self.names[node.inputs[0]]  # type: ignore[index]
-        captured = [self.names[v] for v in node.inputs[1:]]  # type: ignore[index]
         outs = [self.local(o) for o in node.outputs]
         self.nesting += 1
         for header, graph in (
@@ -225,8 +247,8 @@ class Generator:
             ("else:", view.else_branch),
         ):
             with self.src.block(header):
-                for p, name in zip(graph.inputs, captured, strict=True):
-                    self.names[p] = name
+                for p, v in zip(graph.inputs, node.inputs[1:], strict=True):
+                    self.alias(p, v)
                     self.record(p)
                 self.body(graph)
                 if outs:
@@ -278,7 +300,7 @@ class Generator:
         for name, c in zip(carried_names, view.carried, strict=True):
             src.line(f"{name} = {self.ref(c.initial)}")
         for p, inv in zip(inv_params, view.invariants, strict=True):
-            self.names[p] = self.ref(inv.value)
+            self.alias(p, inv.value)
         stacked = [self.fresh("stack") for _ in view.stacked]
         shapes = [self.fresh("shape") for _ in view.stacked]
         caps = [self.fresh("cap") for _ in view.stacked]

@@ -151,6 +151,19 @@ def _matmul(
 def _gemm(
     node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
 ) -> list[str] | None:
+    parts = _gemm_parts(attrs, ins, bind)
+    if parts is None:
+        return None
+    x, y, alpha, term = parts
+    product = f"({x} @ {y})" if alpha is None else f"({alpha} * ({x} @ {y}))"
+    return [product if term is None else f"({product} + {term})"]
+
+
+def _gemm_parts(
+    attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> tuple[str, str, str | None, str | None] | None:
+    """Gemm as ``alpha * (x @ y) + term``: (x, y, alpha or None for 1, term or None), as the
+    reference kernel computes it (unit factors skipped)."""
     present = [o for o in ins if o is not None]
     if not _dtypes(present, _FLOATS) or len(ins) < 2 or ins[0] is None or ins[1] is None:
         return None
@@ -160,12 +173,11 @@ def _gemm(
     if attrs["transB"] and b.const is not None:  # weights: transposed once, here
         y = bind(np.ascontiguousarray(b.const.T), "weights_t")
     alpha, beta = attrs["alpha"], attrs["beta"]
-    out = f"({x} @ {y})" if alpha == 1 else f"({bind(alpha, 'alpha')} * ({x} @ {y}))"
+    factor = None if alpha == 1 else bind(alpha, "alpha")
     c = ins[2] if len(ins) > 2 else None
-    if c is not None:
-        term = c.expr if beta == 1 else f"({bind(beta, 'beta')} * {c.expr})"
-        out = f"({out} + {term})"
-    return [out]
+    if c is None:
+        return x, y, factor, None
+    return x, y, factor, c.expr if beta == 1 else f"({bind(beta, 'beta')} * {c.expr})"
 
 
 @template("Where")
@@ -393,6 +405,14 @@ def inline_into(
         return [f"{_UFUNCS[node.op]}({args}, out={out})"]
     if node.op == "Relu":
         return [f"np.maximum({args}, 0, out={out})"]
+    if node.op == "Gemm":
+        parts = _gemm_parts(attrs, ins, bind)
+        assert parts is not None
+        x, y, alpha, term = parts
+        if alpha is not None:
+            return None
+        lines = [f"np.matmul({x}, {y}, out={out})"]
+        return lines if term is None else [*lines, f"np.add({out}, {term}, out={out})"]
     if node.op == "Sigmoid":  # 1 / (1 + exp(-x)), one rounding per step as inline's
         return [
             f"np.negative({args}, out={out})",
