@@ -627,3 +627,25 @@ def test_random_loops_on_compiled_match_the_docstring_model(spec: LoopSpec) -> N
     traced = _both(model, inputs, trace=["it", *(["bc0"] if spec.carried_exprs else [])])
     assert_same_outputs(traced, res, "traced vs plain")
     assert [e.iteration for e in traced.trace.get("it", [])] == [(i,) for i in range(trips)]
+
+
+def test_a_loop_left_with_nothing_to_compute_still_keeps_the_iteration_limit() -> None:
+    # After loop_prefix_sums the scan's loop computes nothing; only max_iterations can still
+    # stop the run, and it must, with the reference's error.
+    xs = tl.placeholder("float64", ("n", 3), name="xs")
+    acc0 = tl.placeholder("float64", (3,), name="acc0")
+    last, sums = tl.scan(lambda a, x: (a + x, a + x), acc0, xs)
+    feed = {"xs": np.arange(12.0).reshape(4, 3), "acc0": np.zeros(3)}
+    for limit, fails in ((4, False), (3, True)):
+        model = tl.Model({"last": last, "sums": sums}, max_iterations=limit)
+        source = _executable(model).plan(coerce_inputs(model.graph, feed)).source
+        assert "CumSum" in source and "while" not in source
+        if fails:
+            assert str(_errors(model, feed)).endswith(
+                "still running after 3 iterations "
+                "(max_iterations); raise the limit if "
+                "the loop is meant to run longer"
+            )
+        else:
+            got = model.run(feed)
+            np.testing.assert_array_equal(got["sums"], np.cumsum(feed["xs"], axis=0))

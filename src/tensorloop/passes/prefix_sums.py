@@ -49,10 +49,23 @@ def _copied(node: Node) -> bool:
     return node.op == "Identity" and not node.outputs[0].uses
 
 
-def _base(v: Value) -> Value:
-    """``v`` seen through Identities."""
+def _twin(node: Node, add: Node) -> bool:
+    """Another Add of the same two values whose output only the loop reads (as a result): two
+    results that are the same sum, which common-subexpression elimination leaves apart."""
+    return (
+        node.op == "Add"
+        and node is not add
+        and sorted(map(id, node.inputs)) == sorted(map(id, add.inputs))
+        and not node.outputs[0].uses
+    )
+
+
+def _base(v: Value, add: Node | None = None) -> Value:
+    """``v`` seen through Identities (and as ``add``'s output if it is its twin)."""
     while v.producer is not None and v.producer.op == "Identity" and v.producer.inputs[0]:
         v = v.producer.inputs[0]
+    if add is not None and v.producer is not None and _twin(v.producer, add):
+        return add.outputs[0]
     return v
 
 
@@ -93,7 +106,9 @@ def _running_sum(loop: Loop, c: Carried) -> SlicedInput | None:
         return None
     if any(_static(v) != t for v in (c.initial, c.next, other)):
         return None
-    if any(u.node is not add and not _copied(u.node) for u in c.param.uses):
+    if any(
+        u.node is not add and not _copied(u.node) and not _twin(u.node, add) for u in c.param.uses
+    ):
         return None
     if not all(_copied(u.node) for u in c.next.uses):
         return None
@@ -117,7 +132,8 @@ def _rewrite(graph: Graph, loop: Loop) -> bool:
         if not _runs_to_the_end(loop, length):
             continue
         reverse = sliced.spec.reverse
-        stacked = [s for s in loop.stacked if _base(s.result) in (c.next, c.param)]
+        add = c.next.producer
+        stacked = [s for s in loop.stacked if _base(s.result, add) in (c.next, c.param)]
         rank = len(source.shape)
         if any(
             normalize_axis(s.spec.axis, rank, "Loop") != axis or s.spec.reverse != reverse
@@ -141,7 +157,7 @@ def _rewrite(graph: Graph, loop: Loop) -> bool:
         after = (0, -1) if reverse else (1, INT64_MAX)
         before = (1, INT64_MAX) if reverse else (0, -1)
         for s in stacked:
-            lo, hi = after if _base(s.result) is c.next else before
+            lo, hi = after if _base(s.result, add) is c.next else before
             rows = em.op("Slice", [sums, ints(lo), ints(hi), ints(axis)])
             graph.replace(s.output, rows)
         last = em.op("Gather", [sums, ints(0 if reverse else -1)], {"axis": axis})

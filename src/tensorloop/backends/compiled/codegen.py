@@ -215,6 +215,18 @@ class Generator:
         for o in node.outputs:
             self.record(o)
 
+    def idle(self, view: Loop) -> bool:
+        """A loop with no outputs whose body only says "go on": running it changes nothing."""
+        body, cond = view.body, view.continue_condition
+        return (
+            not view.outputs
+            and not self.trace
+            and cond.constant is not None
+            and cond.constant.size == 1
+            and bool(cond.constant.reshape(()))
+            and all(n.op == "Constant" for n in body.nodes)
+        )
+
     @staticmethod
     def writable(node: Node) -> bool:
         """Whether ``node`` has an in-place form (``ops.inline_into``)."""
@@ -295,6 +307,12 @@ class Generator:
             src.line(f"{cond} = bool(np.asarray({self.names[initial]}))")
 
         body = view.body
+        if bounds and self.idle(view):
+            # Nothing to compute, nothing to keep: the loop's one effect is the iteration limit.
+            going = "" if initial is None else f" and bool(np.asarray({self.ref(initial)}))"
+            with src.block(f"if _max_iterations < {n}{going}:"):
+                src.line(f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)")
+            return True
         it_param, carried_params, slice_params, inv_params = view.counts.split_params(body.inputs)
         carried_names = [self.local(p) for p in carried_params]
         for name, c in zip(carried_names, view.carried, strict=True):
