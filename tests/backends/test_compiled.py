@@ -649,3 +649,20 @@ def test_a_loop_left_with_nothing_to_compute_still_keeps_the_iteration_limit() -
         else:
             got = model.run(feed)
             np.testing.assert_array_equal(got["sums"], np.cumsum(feed["xs"], axis=0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int8"])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cumsum_inline_is_the_references_bit_for_bit(dtype: str, reverse: int) -> None:
+    rng = np.random.default_rng(3)
+    data = (rng.standard_normal((50, 7)) * 100).astype(dtype)  # int8 sums wrap
+    g = Graph("main")
+    x = g.add_input("x", TensorType(dtype, (50, 7)))
+    em = Emitter(g)
+    axis = em.op("Constant", [], {"value": np.array(0, np.int64)})
+    g.set_outputs([em.op("CumSum", [x, axis], {"reverse": reverse})])
+    model = tl.Model(g)
+    assert "np.cumsum(" in _executable(model).plan([data]).source
+    (name,) = model.output_names
+    want, _ = _reference(model, {"x": data})
+    np.testing.assert_array_equal(model.run({"x": data})[name], want[name])
