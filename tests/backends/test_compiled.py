@@ -666,3 +666,36 @@ def test_cumsum_inline_is_the_references_bit_for_bit(dtype: str, reverse: int) -
     (name,) = model.output_names
     want, _ = _reference(model, {"x": data})
     np.testing.assert_array_equal(model.run({"x": data})[name], want[name])
+
+
+def test_a_bad_index_into_a_constant_is_the_runs_error_not_the_plans() -> None:
+    # Views of constants are taken while planning; one that fails must fail the run, with the
+    # reference's error, not the planning.
+    g = Graph("main")
+    x = g.add_input("x", TensorType("float32", (2,)))
+    em = Emitter(g)
+    table = em.op("Constant", [], {"value": np.ones((3, 2), np.float32)})
+    index = em.op("Constant", [], {"value": np.array(5, np.int64)})
+    g.set_outputs([em.op("Add", [em.op("Gather", [table, index], {"axis": 0}), x])])
+    model = tl.Model(g)
+    error = _errors(model, {"x": np.zeros(2, np.float32)})
+    assert isinstance(error, ExecutionError) and "out of range" in str(error)
+
+
+def test_a_graph_the_backend_fails_to_plan_runs_on_the_reference_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(graph: Graph, trace: frozenset[str]) -> tuple[str, dict[str, Any]]:
+        raise RecursionError("planning blew up")
+
+    monkeypatch.setattr(compiled, "generate", broken)
+    model = tl.Model(hand_built_loop("T"))
+    feed = {
+        "xs": np.linspace(0, 4, 4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6),
+        "trip": np.int32(4),
+        "go": np.bool_(True),
+    }
+    with pytest.warns(RuntimeWarning, match="could not plan graph"):
+        got = model.run(feed)
+    want, _ = _reference(model, feed)
+    assert_same_outputs(got, want, "fallback")

@@ -16,6 +16,7 @@ whose result or error is the answer.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,6 +72,21 @@ class Plan:
         exec(code, namespace)  # our own code: names are sanitised, strings are repr()s
         self.run: RunFunction = namespace["run"]
 
+    @classmethod
+    def on_reference(cls, graph: Graph, why: Exception) -> Plan:
+        """A plan that hands every run to the reference interpreter, for a graph this backend
+        failed to plan (a bug of ours): said once, as a RuntimeWarning, never a wrong answer."""
+        warnings.warn(
+            f"the compiled backend could not plan graph '{graph.name}' "
+            f"({type(why).__name__}: {why}); it runs on the reference interpreter",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        plan = cls.__new__(cls)
+        plan.source = ""
+        plan.run = lambda args, state: Interpreter(state=state).run_graph(graph, args)
+        return plan
+
 
 class CompiledExecutable:
     """A graph optimised once and planned per input signature; safe to run from many threads."""
@@ -94,7 +110,10 @@ class CompiledExecutable:
                 # The signature makes the graph invalid (a reshape the shapes cannot take, say):
                 # plan the graph as it is, and let the run report the fault as the reference does.
                 graph = self.graph
-            plan = Plan(graph, trace)
+            try:
+                plan = Plan(graph, trace)
+            except Exception as exc:  # a bug in planning: the reference still answers
+                plan = Plan.on_reference(self.graph, exc)
             with self._lock:
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))

@@ -179,17 +179,7 @@ class Generator:
                     self.record(node.outputs[0])
                     return
             exprs = inline(node, attrs, operands, self.bind)
-            if (
-                exprs is not None
-                and node.op in VIEW_OPS
-                and all(o is None or o.const is not None for o in operands)
-            ):
-                # A view of constants is a constant: take it now, once (no copy is made).
-                for out, expr in zip(node.outputs, exprs, strict=True):
-                    value = np.asarray(eval(expr, self.globals))
-                    self.known[out] = value
-                    self.names[out] = self.bind(value[()] if value.ndim == 0 else value, out.name)
-                    self.record(out)
+            if exprs is not None and self.take_view(node, operands, exprs):
                 return
         if exprs is None:
             self.call(node)
@@ -197,6 +187,21 @@ class Generator:
         for out, expr in zip(node.outputs, exprs, strict=True):
             self.src.line(f"{self.local(out)} = {expr}")
             self.record(out)
+
+    def take_view(self, node: Node, operands: list[Operand | None], exprs: list[str]) -> bool:
+        """A view of constants is a constant: take it now, once (no copy is made). False when
+        ``node`` is no such view, or taking it fails (the run then reports the fault)."""
+        if node.op not in VIEW_OPS or any(o is not None and o.const is None for o in operands):
+            return False
+        try:
+            values = [np.asarray(eval(expr, self.globals)) for expr in exprs]
+        except Exception:  # an index out of range, say: the run's error to give
+            return False
+        for out, value in zip(node.outputs, values, strict=True):
+            self.known[out] = value
+            self.names[out] = self.bind(value[()] if value.ndim == 0 else value, out.name)
+            self.record(out)
+        return True
 
     def call(self, node: Node) -> None:
         """``node`` through its reference kernel (bodies, if any, on the reference)."""
