@@ -137,3 +137,77 @@ def split_cases(draw: st.DrawFn) -> tuple[Graph, dict[str, Any]]:
 def test_merge_keeps_results_of_random_splits(case: tuple[Graph, dict[str, Any]]) -> None:
     graph, inputs = case
     assert_pass_keeps_results(merge_split_elementwise, graph, inputs)
+
+
+SLICES = textwrap.dedent(
+    """\
+    graph @main(%x: f32[2,6]) {
+      %ax = Constant() {value = dense<i64[2]>[0, 1]} : i64[2]
+      %lo2 = Constant() {value = dense<i64[2]>[0, 4]} : i64[2]
+      %hi2 = Constant() {value = dense<i64[2]>[2, 6]} : i64[2]
+      %c = Slice(%x, %lo2, %hi2, %ax) : f32[2,2]
+      %sc = Tanh(%c) : f32[2,2]
+      %lo1 = Constant() {value = dense<i64[1]>[2]} : i64[1]
+      %hi1 = Constant() {value = dense<i64[1]>[4]} : i64[1]
+      %one = Constant() {value = dense<i64[1]>[1]} : i64[1]
+      %b = Slice(%x, %lo1, %hi1, %one) : f32[2,2]
+      %sb = Tanh(%b) : f32[2,2]
+      %m = Mul(%sb, %sc) : f32[2,2]
+      return %m
+    }"""
+)
+
+
+def test_merge_golden_neighbouring_slices_in_any_order() -> None:
+    # Columns 4:6 (sliced on both axes, the first whole) then 2:4: one Tanh over 2:6.
+    g = parse_graph(SLICES)
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(2, 6)
+    after = assert_pass_keeps_results(merge_split_elementwise, g, {"x": x})
+    assert print_graph(after) == textwrap.dedent(
+        """\
+        graph @main(%x: f32[2,6]) {
+          %0 = Constant() {value = dense<i64[1]>[2]} : i64[1]
+          %1 = Constant() {value = dense<i64[1]>[6]} : i64[1]
+          %2 = Constant() {value = dense<i64[1]>[1]} : i64[1]
+          %3 = Slice(%x, %0, %1, %2) : f32[2,4]
+          %4 = Tanh(%3) : f32[2,4]
+          %5 = Constant() {value = dense<i64[2]>[2, 2]} : i64[2]
+          %sb, %sc = Split(%4, %5) {axis = 1} : f32[2,2], f32[2,2]
+          %m = Mul(%sb, %sc) : f32[2,2]
+          return %m
+        }"""
+    )
+
+
+@st.composite
+def slice_cases(draw: st.DrawFn) -> tuple[Graph, dict[str, Any]]:
+    """Slices of one value cutting axis 1 into random pieces, made in a random order, each
+    feeding a random unary op (or nothing, or read twice)."""
+    sizes = draw(st.lists(st.integers(1, 3), min_size=1, max_size=5))
+    order = draw(st.permutations(range(len(sizes))))
+    g = Graph("main")
+    x = g.add_input("x", TensorType("float64", [2, sum(sizes)]))
+    em = Emitter(g)
+    starts = np.cumsum([0, *sizes])
+    results = []
+    for k in order:
+        bounds = [np.array([int(starts[k])]), np.array([int(starts[k + 1])]), np.array([1])]
+        piece = em.op("Slice", [x, *(em.op("Constant", [], {"value": b}) for b in bounds)])
+        choice = draw(st.sampled_from([*UNARY, None]))
+        if choice is None:
+            results.append(piece)
+            continue
+        op, attrs = (choice[0], {"alpha": choice[1]}) if isinstance(choice, tuple) else (choice, {})
+        y = em.op(op, [piece], attrs)
+        results.append(em.op("Add", [y, piece]) if draw(st.booleans()) else y)
+    g.set_outputs(results)
+    verify(g)
+    data = np.random.default_rng(draw(st.integers(0, 2**16))).uniform(-3, 3, (2, sum(sizes)))
+    return g, {"x": data}
+
+
+@settings(max_examples=80, deadline=None)
+@given(slice_cases())
+def test_merge_keeps_results_of_random_slices(case: tuple[Graph, dict[str, Any]]) -> None:
+    graph, inputs = case
+    assert_pass_keeps_results(merge_split_elementwise, graph, inputs)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value
+from ..ops.shape import slice_bounds
 from ..tensor.types import TensorType, normalize_axis
 from .base import Pass, PassResult
 from .common_subexpressions import node_key
@@ -22,10 +23,12 @@ give exactly that piece of the op applied to the whole."""
 
 
 class MergeSplitElementwise(Pass):
-    """Where neighbouring outputs of a ``Split`` (static sizes) each feed only the same unary
-    elementwise op (same attributes), split them as one piece, apply the op once, and split
-    its result: an LSTM's three sigmoid gates become one sigmoid over three quarters of the
-    gate tensor. Each element is computed by the same op on the same value, so results are
+    """Where neighbouring pieces of one tensor each feed only the same unary elementwise op
+    (same attributes), take them as one piece, apply the op once, and split its result: an
+    LSTM's three sigmoid gates become one sigmoid over three quarters of the gate tensor. The
+    pieces are the outputs of a ``Split`` of static sizes, or ``Slice``s of one value on one
+    axis with constant bounds and step 1 whose ranges meet end to start (in any order in the
+    graph). Each element is computed by the same op on the same value, so results are
     identical; only the number of op calls falls. Bodies are rewritten too."""
 
     name = "merge_split_elementwise"
@@ -35,6 +38,9 @@ class MergeSplitElementwise(Pass):
         for g, node in list(graph.walk()):
             if node.op == "Split" and node.graph is g:
                 changed |= _merge(g, node)
+        for g in [graph, *(sub for _, n in graph.walk() for sub in n.subgraphs.values())]:
+            for value in list(g.values()):
+                changed |= _merge_slices(g, value)
         return PassResult(graph, changed)
 
 
@@ -105,8 +111,105 @@ def _merge(graph: Graph, split: Node) -> bool:
         for user, part in zip(users, parts, strict=True):
             graph.replace(user.outputs[0], part)
             graph.erase(user)
-    graph.erase(split)
+    _erase_with_constants(graph, split)
     return True
+
+
+def _slice_range(graph: Graph, node: Node) -> tuple[int, int, int] | None:
+    """(axis, start, end) of a Slice with constant bounds and step 1 that takes part of one axis
+    of static size (and the whole of any other axis it lists), whose output feeds one unary op
+    alone; else None."""
+    if node.op != "Slice" or len(node.inputs) < 3 or node.inputs[0] is None:
+        return None
+    t = node.inputs[0].type
+    if (
+        not isinstance(t, TensorType)
+        or t.shape is None
+        or _consumer_key(graph, node.outputs[0]) is None
+    ):
+        return None
+    starts, ends = _ints(node.inputs[1]), _ints(node.inputs[2])
+    if starts is None or ends is None or len(starts) != len(ends):
+        return None
+    axes = list(range(len(starts))) if len(node.inputs) < 4 else _ints(node.inputs[3])
+    steps = [1] * len(starts) if len(node.inputs) < 5 else _ints(node.inputs[4])
+    if axes is None or steps is None or len(axes) != len(starts) or set(steps) != {1}:
+        return None
+    partial: list[tuple[int, int, int]] = []
+    for a, start, end in zip(axes, starts, ends, strict=True):
+        if not -len(t.shape) <= a < len(t.shape):
+            return None
+        axis = normalize_axis(a, len(t.shape), "Slice")
+        dim = t.shape[axis]
+        if not isinstance(dim, int):
+            return None
+        lo, hi, count = slice_bounds(dim, start, end, 1)
+        if count == 0:
+            return None
+        if (lo, hi) != (0, dim):
+            partial.append((axis, lo, hi))
+    return partial[0] if len(partial) == 1 else None
+
+
+def _ints(v: Value | None) -> list[int] | None:
+    data = None if v is None else v.constant
+    return None if data is None else [int(x) for x in np.asarray(data).reshape(-1)]
+
+
+def _merge_slices(graph: Graph, value: Value) -> bool:
+    groups: dict[tuple[int, Hashable], list[tuple[int, int, Node]]] = {}
+    for use in value.uses:
+        node = use.node
+        found = _slice_range(graph, node) if use.port == 0 and node.graph is graph else None
+        if found is not None:
+            axis, lo, hi = found
+            groups.setdefault((axis, _consumer_key(graph, node.outputs[0])), []).append(
+                (lo, hi, node)
+            )
+    changed = False
+    for (axis, _), pieces in groups.items():
+        pieces.sort(key=lambda p: (p[0], p[1]))
+        run = [pieces[0]]
+        for piece in [*pieces[1:], None]:
+            if piece is not None and piece[0] == run[-1][1]:
+                run.append(piece)
+                continue
+            if len(run) > 1:
+                _merge_run(graph, value, axis, run)
+                changed = True
+            if piece is not None:
+                run = [piece]
+    return changed
+
+
+def _merge_run(graph: Graph, value: Value, axis: int, run: list[tuple[int, int, Node]]) -> None:
+    first = min((n for _, _, n in run), key=graph.nodes.index)
+    em = Emitter(graph, anchor=first)
+
+    def ints(*values: int) -> Value:
+        return em.op("Constant", [], {"value": np.array(values, np.int64)})
+
+    whole = em.op("Slice", [value, ints(run[0][0]), ints(run[-1][1]), ints(axis)])
+    users = [n.outputs[0].uses[0].node for _, _, n in run]
+    applied = em.node(users[0].op, [whole], users[0].attrs, name=users[0].name).outputs[0]
+    sizes = ints(*(hi - lo for lo, hi, _ in run))
+    parts = em.node("Split", [applied, sizes], {"axis": axis}).outputs
+    for user, part in zip(users, parts, strict=True):
+        graph.replace(user.outputs[0], part)
+        graph.erase(user)
+    for _, _, node in run:
+        _erase_with_constants(graph, node)
+
+
+def _erase_with_constants(graph: Graph, node: Node) -> None:
+    """Erase ``node`` and the Constants that fed only it."""
+    feeding = [v.producer for v in node.inputs if v is not None and v.producer is not None]
+    graph.erase(node)
+    for producer in feeding:
+        if producer.op == "Constant" and producer.graph is graph:
+            out = producer.outputs[0]
+            if not out.uses and out not in graph.outputs:
+                graph.erase(producer)
 
 
 merge_split_elementwise = MergeSplitElementwise()
