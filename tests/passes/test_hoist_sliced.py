@@ -247,3 +247,17 @@ def test_hoist_sliced_leaves_a_gather_that_can_run_out_of_range() -> None:
     # Seven trips over six rows: the seventh Gather fails, as it must keep doing.
     g = parse_graph(INDEXED.replace("TRIPS", "7"))
     assert not hoist_sliced_work(g).changed
+
+
+def test_hoist_sliced_leaves_work_whose_batched_result_is_too_large(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The batched projection of BEFORE is f32[5,4], 80 bytes: over a 64-byte limit it stays.
+    import tensorloop.passes.hoist_sliced as hoist
+
+    monkeypatch.setattr(hoist, "MAX_BATCHED_BYTES", 64)
+    g = parse_graph(BEFORE)
+    assert not hoist_sliced_work(g).changed
+    assert print_graph(g) == print_graph(parse_graph(BEFORE))
+    monkeypatch.setattr(hoist, "MAX_BATCHED_BYTES", 80)
+    assert hoist_sliced_work(g).changed
