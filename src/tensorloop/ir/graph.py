@@ -76,6 +76,18 @@ class Value:
         return f"%{self.name}: {self.type}"
 
 
+def static_type(value: Value | None) -> TensorType | None:
+    """``value``'s type if it is a tensor of fully static shape, else None."""
+    t = None if value is None else value.type
+    return t if isinstance(t, TensorType) and t.is_static else None
+
+
+def constant_ints(value: Value | None) -> list[int] | None:
+    """The elements of ``value`` as ints, flattened, if a Constant node produces it."""
+    data = None if value is None else value.constant
+    return None if data is None else [int(x) for x in np.asarray(data).reshape(-1)]
+
+
 class Node:
     """An operation: op name, inputs (None for an omitted optional input), outputs, attributes."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.emit import Emitter
-from ..ir.graph import Graph, Node, Value, copy_node
+from ..ir.graph import Graph, Node, Value, copy_node, static_type
 from ..ir.loop import Loop, Sliced
-from ..tensor.types import TensorType, normalize_axis
+from ..tensor.types import normalize_axis
 from .base import Pass, PassResult
 from .hoist_invariants import is_pure
 
@@ -85,15 +85,10 @@ def _batch_in(graph: Graph) -> bool:
     return changed
 
 
-def _static(v: Value | None) -> TensorType | None:
-    t = None if v is None else v.type
-    return t if isinstance(t, TensorType) and t.is_static and t.shape is not None else None
-
-
 def _slice_rows(loop: Loop) -> dict[Value, _Rows]:
     rows: dict[Value, _Rows] = {}
     for s in loop.sliced:
-        t = _static(s.source)
+        t = static_type(s.source)
         if s.source is None or t is None or t.shape is None or not t.shape:
             continue
         axis = normalize_axis(s.spec.axis, len(t.shape), "Loop")
@@ -118,7 +113,7 @@ def _indexed_rows(loop: Loop) -> dict[Value, _Rows]:
             continue
         data = node.inputs[0]
         source = outer.get(data) if data is not None else None
-        t = _static(source)
+        t = static_type(source)
         if source is None or t is None or t.shape is None or not t.shape:
             continue
         axis = node.attrs.get("axis", 0)
@@ -134,7 +129,7 @@ def _indexed_rows(loop: Loop) -> dict[Value, _Rows]:
 
 def _batched_bytes(node: Node, rows: _Rows) -> int:
     """The size of ``node``'s result computed over all ``rows.length`` slices."""
-    t = _static(node.outputs[0])
+    t = static_type(node.outputs[0])
     assert t is not None and t.shape is not None  # _batched_rows checked it
     count = rows.length
     for d in t.shape:
@@ -147,7 +142,7 @@ def _batched_rows(node: Node, rows: dict[Value, _Rows], plain: set[Value]) -> _R
     cannot be batched."""
     if node.subgraphs or not is_pure(node) or len(node.outputs) != 1:
         return None
-    if any(v is None or _static(v) is None for v in [*node.inputs, *node.outputs]):
+    if any(v is None or static_type(v) is None for v in [*node.inputs, *node.outputs]):
         return None
     if any(v not in rows and v not in plain for v in node.inputs if v is not None):
         return None
@@ -158,21 +153,21 @@ def _batched_rows(node: Node, rows: dict[Value, _Rows], plain: set[Value]) -> _R
     axis, rank = first.axis, first.rank
     if node.op == "MatMul":
         x, w = node.inputs
-        wt = _static(w)
+        wt = static_type(w)
         if x not in rows or w in rows or wt is None or wt.rank != 2:
             return None
         if not ((rank == 2 and axis == 0) or axis <= rank - 3):
             return None
         return first
     if node.op == "Cast":
-        src, out = _static(node.inputs[0]), _static(node.outputs[0])
+        src, out = static_type(node.inputs[0]), static_type(node.outputs[0])
         assert src is not None and out is not None
         if src.dtype.is_float and out.dtype.is_int:
             return None
     elif node.op not in ELEMENTWISE:
         return None
     for v in node.inputs:
-        t = _static(v)
+        t = static_type(v)
         if v not in rows and (t is None or t.rank is None or t.rank > rank - 1 - axis):
             return None
     return first

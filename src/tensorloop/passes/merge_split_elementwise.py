@@ -7,7 +7,7 @@ from collections.abc import Hashable
 import numpy as np
 
 from ..ir.emit import Emitter
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import Graph, Node, Value, constant_ints
 from ..ops.shape import slice_bounds
 from ..tensor.types import TensorType, normalize_axis
 from .base import Pass, PassResult
@@ -128,11 +128,11 @@ def _slice_range(graph: Graph, node: Node) -> tuple[int, int, int] | None:
         or _consumer_key(graph, node.outputs[0]) is None
     ):
         return None
-    starts, ends = _ints(node.inputs[1]), _ints(node.inputs[2])
+    starts, ends = constant_ints(node.inputs[1]), constant_ints(node.inputs[2])
     if starts is None or ends is None or len(starts) != len(ends):
         return None
-    axes = list(range(len(starts))) if len(node.inputs) < 4 else _ints(node.inputs[3])
-    steps = [1] * len(starts) if len(node.inputs) < 5 else _ints(node.inputs[4])
+    axes = list(range(len(starts))) if len(node.inputs) < 4 else constant_ints(node.inputs[3])
+    steps = [1] * len(starts) if len(node.inputs) < 5 else constant_ints(node.inputs[4])
     if axes is None or steps is None or len(axes) != len(starts) or set(steps) != {1}:
         return None
     partial: list[tuple[int, int, int]] = []
@@ -149,11 +149,6 @@ def _slice_range(graph: Graph, node: Node) -> tuple[int, int, int] | None:
         if (lo, hi) != (0, dim):
             partial.append((axis, lo, hi))
     return partial[0] if len(partial) == 1 else None
-
-
-def _ints(v: Value | None) -> list[int] | None:
-    data = None if v is None else v.constant
-    return None if data is None else [int(x) for x in np.asarray(data).reshape(-1)]
 
 
 def _merge_slices(graph: Graph, value: Value) -> bool:

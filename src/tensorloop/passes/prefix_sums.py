@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.emit import Emitter
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import Graph, Node, Value, static_type
 from ..ir.loop import Carried, Loop, SlicedInput
-from ..tensor.types import TensorType, normalize_axis
+from ..tensor.types import normalize_axis
 from .base import Pass, PassResult
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -37,11 +37,6 @@ class LoopPrefixSums(Pass):
             if node.op == "Loop" and node.graph is g:
                 changed |= _rewrite(g, Loop(node))
         return PassResult(graph, changed)
-
-
-def _static(v: Value | None) -> TensorType | None:
-    t = None if v is None else v.type
-    return t if isinstance(t, TensorType) and t.is_static and t.shape is not None else None
 
 
 def _copied(node: Node) -> bool:
@@ -79,7 +74,7 @@ def _runs_to_the_end(loop: Loop, length: int) -> bool:
         if data is None or data.size != 1 or int(data.reshape(-1)[0]) < length:
             return False
     for s in loop.sliced:
-        t = _static(s.source)
+        t = static_type(s.source)
         if t is None or t.shape is None or not -len(t.shape) <= s.spec.axis < len(t.shape):
             return False
         if t.shape[s.spec.axis] != length:
@@ -96,7 +91,7 @@ def _running_sum(loop: Loop, c: Carried) -> SlicedInput | None:
         return None
     other = add.inputs[1] if add.inputs[0] is c.param else add.inputs[0]
     sliced = next((s for s in loop.sliced if s.param is other), None)
-    t = _static(c.param)
+    t = static_type(c.param)
     if (
         sliced is None
         or t is None
@@ -104,7 +99,7 @@ def _running_sum(loop: Loop, c: Carried) -> SlicedInput | None:
         or t.dtype.numpy.itemsize < 4
     ):
         return None
-    if any(_static(v) != t for v in (c.initial, c.next, other)):
+    if any(static_type(v) != t for v in (c.initial, c.next, other)):
         return None
     if any(
         u.node is not add and not _copied(u.node) and not _twin(u.node, add) for u in c.param.uses
@@ -124,7 +119,7 @@ def _rewrite(graph: Graph, loop: Loop) -> bool:
         sliced = _running_sum(loop, c)
         if sliced is None or c.initial is None or sliced.source is None:
             continue
-        source = _static(sliced.source)
+        source = static_type(sliced.source)
         assert source is not None and source.shape is not None
         axis = normalize_axis(sliced.spec.axis, len(source.shape), "Loop")
         length = source.shape[axis]

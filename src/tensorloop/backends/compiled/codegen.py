@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.branch import If
-from ...ir.graph import Graph, Node, Value
+from ...ir.graph import Graph, Node, Value, static_type
 from ...ir.loop import Loop
 from ...ir.opdef import get_opdef
 from ...tensor.types import TensorType
@@ -275,6 +275,10 @@ class Generator:
         for o in node.outputs:
             self.record(o)
 
+    def raise_limit(self, where: str) -> None:
+        """The statement that stops loop ``where`` at the iteration limit, as the reference."""
+        self.src.line(f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)")
+
     def loop(self, node: Node) -> bool:
         """Inline ``node`` as a while loop; False (nothing written) if planning cannot."""
         view = Loop(node)
@@ -316,7 +320,7 @@ class Generator:
             # Nothing to compute, nothing to keep: the loop's one effect is the iteration limit.
             going = "" if initial is None else f" and bool(np.asarray({self.ref(initial)}))"
             with src.block(f"if _max_iterations < {n}{going}:"):
-                src.line(f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)")
+                self.raise_limit(where)
             return True
         it_param, carried_params, slice_params, inv_params = view.counts.split_params(body.inputs)
         carried_names = [self.local(p) for p in carried_params]
@@ -327,7 +331,7 @@ class Generator:
         stacked = [self.fresh("stack") for _ in view.stacked]
         shapes = [self.fresh("shape") for _ in view.stacked]
         caps = [self.fresh("cap") for _ in view.stacked]
-        fixed = [_static_tensor(st.result) for st in view.stacked]
+        fixed = [static_type(st.result) for st in view.stacked]
         for b, cap, t in zip(stacked, caps, fixed, strict=True):
             if t is None:
                 src.line(f"{b} = None")
@@ -359,9 +363,7 @@ class Generator:
         with src.block(f"while {header}:"):
             if not bounds:
                 with src.block(f"if {i} >= _max_iterations:"):
-                    src.line(
-                        f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)"
-                    )
+                    self.raise_limit(where)
             if self.trace:
                 src.line(f"state.path = path_{k} + ({i},)")
             if it_param.uses or it_param.name in self.trace:
@@ -411,7 +413,7 @@ class Generator:
         if bounds:
             going = " and ".join([f"{i} < {n}"] + ([] if always else [cond]))
             with src.block(f"if {i} == _max_iterations and {going}:"):
-                src.line(f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)")
+                self.raise_limit(where)
 
         finals, outputs = view.counts.split_outputs(node.outputs)
         for out, name in zip(finals, carried_names, strict=True):
@@ -434,11 +436,6 @@ class Generator:
         for out in node.outputs:
             self.record(out)
         return True
-
-
-def _static_tensor(value: Value) -> TensorType | None:
-    t = value.type
-    return t if isinstance(t, TensorType) and t.is_static else None
 
 
 def _zero_trip(node: Node) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import TensorloopError
-from ...ir.graph import Graph, Node, Value
+from ...ir.graph import Graph, Node, Value, constant_ints, static_type
 from ...ops.shape import reshape_dims, slice_bounds
 from ...tensor.layout import Layout
 from ...tensor.types import TensorType
@@ -32,6 +32,11 @@ from ...tensor.types import TensorType
 VIEW_OPS = frozenset(
     {"Slice", "Split", "Gather", "Squeeze", "Unsqueeze", "Transpose", "Reshape", "Identity"}
 )
+
+
+def static_shape(v: Value | None) -> tuple[int, ...] | None:
+    t = static_type(v)
+    return None if t is None else t.static_shape
 
 
 @dataclass
@@ -45,13 +50,6 @@ class BufferPlan:
     layouts: dict[Value, Layout] = field(default_factory=dict)
     views: set[Value] = field(default_factory=set)
     """Values planned as views of their (first) input's buffer."""
-
-
-def static_shape(v: Value | None) -> tuple[int, ...] | None:
-    t = None if v is None else v.type
-    if isinstance(t, TensorType) and t.is_static and t.shape is not None:
-        return tuple(int(d) for d in t.shape)
-    return None
 
 
 def plan_in_place(graph: Graph, writable: Callable[[Node], bool]) -> dict[Value, Value]:
@@ -210,11 +208,6 @@ def _layouts(node: Node, plan: BufferPlan) -> None:
             plan.views.add(out)
 
 
-def _ints(v: Value | None) -> list[int] | None:
-    data = None if v is None else v.constant
-    return None if data is None else [int(x) for x in np.asarray(data).reshape(-1)]
-
-
 def _view(node: Node, k: int, base: Layout, shape: tuple[int, ...]) -> Layout | None:
     op, attrs, rank = node.op, node.attrs, base.rank
     if op == "Identity":
@@ -223,16 +216,16 @@ def _view(node: Node, k: int, base: Layout, shape: tuple[int, ...]) -> Layout | 
         perm = attrs.get("perm")
         return base.transpose(None if perm is None else list(perm))
     if op == "Reshape":
-        target = _ints(node.inputs[1])
+        target = constant_ints(node.inputs[1])
         if target is None:
             return None
         dims = reshape_dims(base.shape, target, bool(attrs.get("allowzero", 0)))
         return base.reshape([int(d) for d in dims])
     if op == "Squeeze":
-        axes = _ints(node.inputs[1]) if len(node.inputs) > 1 else None
+        axes = constant_ints(node.inputs[1]) if len(node.inputs) > 1 else None
         return base.squeeze(axes)
     if op == "Unsqueeze":
-        axes = _ints(node.inputs[1])
+        axes = constant_ints(node.inputs[1])
         return None if axes is None else base.unsqueeze(axes)
     if op == "Gather":
         idx = node.inputs[1]
@@ -241,9 +234,9 @@ def _view(node: Node, k: int, base: Layout, shape: tuple[int, ...]) -> Layout | 
         axis = attrs.get("axis", 0)
         return base.index(axis + rank if axis < 0 else axis, 0)  # the index is a run-time value
     if op == "Slice":
-        starts, ends = _ints(node.inputs[1]), _ints(node.inputs[2])
-        axes = _ints(node.inputs[3]) if len(node.inputs) > 3 else None
-        steps = _ints(node.inputs[4]) if len(node.inputs) > 4 else None
+        starts, ends = constant_ints(node.inputs[1]), constant_ints(node.inputs[2])
+        axes = constant_ints(node.inputs[3]) if len(node.inputs) > 3 else None
+        steps = constant_ints(node.inputs[4]) if len(node.inputs) > 4 else None
         if starts is None or ends is None:
             return None
         axes = list(range(len(starts))) if axes is None else axes

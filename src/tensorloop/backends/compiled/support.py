@@ -31,8 +31,7 @@ class Deoptimize(Exception):  # noqa: N818  (a signal, not an error a user sees)
 def stack_start(y: Any, bound: int) -> tuple[Array, tuple[int, ...]]:
     """A buffer for a loop's stacked result, shaped after its first per-iteration value."""
     y = np.asarray(y)
-    fits = max(16, STACK_START_BYTES // max(y.nbytes, 1))
-    return np.empty((max(1, min(bound, fits)), *y.shape), y.dtype), y.shape
+    return stack_alloc(bound, y.shape, y.dtype), y.shape
 
 
 def stack_alloc(bound: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
