@@ -3,6 +3,8 @@ every run a test makes gives the same outputs, trace, variables (or error) on ev
 
 from __future__ import annotations
 
+import os
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,15 +40,42 @@ def _text_round_trip_of_every_model(monkeypatch: pytest.MonkeyPatch) -> Iterator
 CHECKED_BACKENDS = ("reference", "compiled")
 """Each run on one of these also runs on the others; results must agree (backend_agreement)."""
 
+JAX_SAMPLE = int(os.environ.get("TENSORLOOP_JAX_SAMPLE", "6"))
+"""The suite-wide law runs on the jax backend too in one test of every ``JAX_SAMPLE`` (a fixed
+sample, by the CRC of the test's id), and in every test of ``tests/backends/test_jax*``:
+compiling every model of the suite with XLA would take CI past its time. ``TENSORLOOP_JAX_SAMPLE=1``
+checks every test (the full run); ``0`` none."""
+
+
+def _jax_available() -> bool:
+    try:
+        get_backend("jax")
+    except TensorloopError:
+        return False
+    return True
+
+
+def checked_backends(test_id: str) -> tuple[str, ...]:
+    """The backends a test's runs are compared across."""
+    if JAX_SAMPLE <= 0 or not _jax_available():
+        return CHECKED_BACKENDS
+    path = test_id.split("::")[0]
+    if "test_jax" in path or zlib.crc32(test_id.encode()) % JAX_SAMPLE == 0:
+        return (*CHECKED_BACKENDS, "jax")
+    return CHECKED_BACKENDS
+
 
 @pytest.fixture(autouse=True)
-def _every_backend_agrees_with_the_reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _every_backend_agrees_with_the_reference(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[None]:
     original = tl.Session.run
+    backends = checked_backends(request.node.nodeid)
 
     def checked(self: tl.Session, inputs: Any = (), **options: Any) -> tl.Outputs:
         backend = options.get("backend")
         name = get_backend(self.model.backend if backend is None else backend).name
-        if name not in CHECKED_BACKENDS:
+        if name not in backends:
             return original(self, inputs, **options)
         before = dict(self.state)
         error: TensorloopError | None = None
@@ -55,7 +84,7 @@ def _every_backend_agrees_with_the_reference(monkeypatch: pytest.MonkeyPatch) ->
         except TensorloopError as exc:
             error = exc
         after = self.state
-        for other in CHECKED_BACKENDS:
+        for other in backends:
             if other == name:
                 continue
             self.state = dict(before)

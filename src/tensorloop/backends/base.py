@@ -49,6 +49,7 @@ _INSTANCES: dict[str, Backend] = {}
 _BUILTIN = {
     "reference": "tensorloop.backends.reference",
     "compiled": "tensorloop.backends.compiled",
+    "jax": "tensorloop.backends.xla",
 }
 """Built-in backends by name, and the module whose import registers each one."""
 

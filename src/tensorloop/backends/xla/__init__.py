@@ -1,0 +1,339 @@
+"""The JAX backend: islands of a graph compiled by XLA, the rest on the compiled backend.
+
+The first run with an input signature specialises the graph to it (``compiled.specialize``:
+static shapes, shape arithmetic folded), partitions it (``partition.py``: what XLA can express
+forms the largest islands possible, the rest runs on the compiled CPU backend) and compiles each
+XLA island ahead of time (``jax.jit(...).lower(...).compile()``), once per signature; plans are
+cached and shared by threads. ``JaxExecutable.compile`` does this ahead of the first run, and
+``placement`` says where every node runs and why.
+
+Results are the reference's: int64 stays int64 (``jax_enable_x64`` is set when this backend is
+imported), a multiply is never fused into an add unless ``Options(contract=True)`` asks for it
+(see ``lowering.Options``), and what the reference would raise on run-time data is a fault
+code that becomes the reference's error (``lowering.Fault``). Traced runs run on the compiled
+backend, which records every iteration on the host.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import BackendError, TensorloopError
+from ...ir.graph import Graph, Node, Value
+from ...tensor.types import TensorType, Type
+from ..base import register_backend
+from ..compiled import CompiledExecutable
+from ..compiled.specialize import signature, specialize
+from ..reference import Interpreter
+from ..runtime import RunState, loop_limit_error
+
+try:
+    import jax
+except ImportError as exc:  # pragma: no cover - the extra is installed in CI
+    raise BackendError(
+        "the 'jax' backend needs JAX: pip install 'tensorloop[jax]'"
+    ) from exc
+
+jax.config.update("jax_enable_x64", True)
+
+from . import control, ops  # noqa: E402  (lowerings register on import, after x64 is on)
+from .control import DynamicStack  # noqa: E402
+from .lowering import (  # noqa: E402
+    EMBED_LIMIT,
+    ConstantPool,
+    Fault,
+    LowerContext,
+    LoweringError,
+    Options,
+    lower_node,
+    lookup,
+)
+from .partition import HOST, XLA, Island, Placement, partition, place  # noqa: E402
+
+MAX_PLANS = 16
+"""Plans kept per executable (each holds compiled XLA programs)."""
+
+
+class _IslandFailed(Exception):
+    def __init__(self, node: Node, why: str) -> None:
+        super().__init__(why)
+        self.node = node
+        self.why = why
+
+
+def _large_constants(island: Island) -> list[Value]:
+    """Constants read anywhere in ``island`` (bodies included) too large to embed."""
+    found: dict[Value, None] = {}
+
+    def visit(nodes: Sequence[Node]) -> None:
+        for node in nodes:
+            for v in node.inputs:
+                data = None if v is None else v.constant
+                if data is not None and data.nbytes > EMBED_LIMIT:
+                    found[v] = None
+            for sub in node.subgraphs.values():
+                visit(sub.nodes)
+
+    visit(island.nodes)
+    return list(found)
+
+
+class XlaIsland:
+    """One island compiled by XLA: ``run(inputs, limit) -> (fault code, outputs)``."""
+
+    def __init__(self, island: Island, options: Options, capacities: dict[Node, int]) -> None:
+        self.island = island
+        self.options = options
+        self.capacities = capacities
+        self.operand_values = _large_constants(island)
+        self.operands = [jax.device_put(v.constant) for v in self.operand_values]
+        self.faults: list[Fault] = []
+        self.stacks: dict[int, Any] = {}
+        started = time.perf_counter()
+        self.compiled = self._compile()
+        self.compile_seconds = time.perf_counter() - started
+        self._host: CompiledExecutable | None = None
+
+    def _function(self) -> Any:
+        island = self.island
+
+        def fn(limit: Any, negzero: Any, operands: list[Any], inputs: list[Any]) -> Any:
+            pool = ConstantPool()
+            pool.operands = dict(zip(self.operand_values, operands, strict=True))
+            ctx = LowerContext(self.options, limit, negzero, dict(self.capacities), pool)
+            env: dict[Value, Any] = dict(zip(island.inputs, inputs, strict=True))
+            for node in island.nodes:
+                args = [None if v is None else lookup(env, v, pool) for v in node.inputs]
+                try:
+                    outs = lower_node(ctx, node, args)
+                except LoweringError as exc:
+                    raise _IslandFailed(node, exc.why) from exc
+                except Exception as exc:  # a case a lowering does not cover
+                    raise _IslandFailed(node, f"{type(exc).__name__}: {exc}") from exc
+                env.update(zip(node.outputs, outs, strict=True))
+            self.faults = ctx.faults
+            results = []
+            for k, v in enumerate(island.outputs):
+                value = lookup(env, v, pool)
+                if isinstance(value, DynamicStack):
+                    self.stacks[k] = value.spec
+                    value = (value.buffer, value.count)
+                results.append(value)
+            return ctx.code, results
+
+        return fn
+
+    def _compile(self) -> Any:
+        def spec(v: Value) -> Any:
+            t = v.type
+            assert isinstance(t, TensorType) and t.shape is not None
+            return jax.ShapeDtypeStruct(tuple(int(d) for d in t.shape), t.dtype.numpy)
+
+        limit = jax.ShapeDtypeStruct((), np.int64)
+        negzero = jax.ShapeDtypeStruct((), np.float64)
+        operands = [jax.ShapeDtypeStruct(o.shape, o.dtype) for o in self.operands]
+        inputs = [spec(v) for v in self.island.inputs]
+        lowered = jax.jit(self._function()).lower(limit, negzero, operands, inputs)
+        return lowered.compile()
+
+    def host(self, graph: Graph) -> CompiledExecutable:
+        """The same island on the compiled backend (for a fault the reference must judge)."""
+        if self._host is None:
+            self._host = CompiledExecutable(subgraph(graph, self.island))
+        return self._host
+
+    def run(self, inputs: list[Any], state: RunState) -> tuple[int, list[Any]]:
+        limit = np.int64(state.max_iterations)
+        code, results = self.compiled(limit, np.float64(-0.0), self.operands, inputs)
+        outs = []
+        for k, value in enumerate(results):
+            spec = self.stacks.get(k)
+            outs.append(value if spec is None else DynamicStack(value[0], value[1], spec).finish())
+        return int(code), outs
+
+
+def subgraph(graph: Graph, island: Island) -> Graph:
+    """``island``'s nodes as a graph of their own (constants copied in, variables shared)."""
+    from ...ir.graph import copy_node
+
+    sub = Graph(f"{graph.name}.island")
+    sub.variables.update(graph.variables)
+    mapping: dict[Value, Value] = {v: sub.add_input(v.name, v.type) for v in island.inputs}
+    for node in island.nodes:
+        for v in node.inputs:
+            if v is not None and v not in mapping and v.producer is not None:
+                if v.producer.op == "Constant":
+                    sub.append(copy_node(v.producer, mapping))
+        sub.append(copy_node(node, mapping))
+    outputs = []
+    for v in island.outputs:
+        outputs.append(mapping[v])
+    sub.set_outputs(outputs)
+    return sub
+
+
+@dataclass
+class Plan:
+    """One signature's islands, compiled; ``placement`` says where each node runs."""
+
+    graph: Graph
+    options: Options
+    steps: list[tuple[Island, Any]] = field(default_factory=list)
+    placement: list[Placement] = field(default_factory=list)
+    compile_seconds: float = 0.0
+    capacities: dict[Node, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def build(self) -> None:
+        excluded: dict[Node, str] = {}
+        for _ in range(len(self.graph.nodes) + 1):
+            try:
+                self._build(excluded)
+                return
+            except _IslandFailed as failed:
+                excluded[failed.node] = f"XLA lowering failed ({failed.why})"
+        raise BackendError(f"could not partition graph '{self.graph.name}'")  # pragma: no cover
+
+    def _build(self, excluded: dict[Node, str]) -> None:
+        steps: list[tuple[Island, Any]] = []
+        seconds = 0.0
+        for island in partition(self.graph, excluded):
+            if island.device == XLA:
+                compiled = XlaIsland(island, self.options, self.capacities)
+                seconds += compiled.compile_seconds
+                steps.append((island, compiled))
+            else:
+                steps.append((island, CompiledExecutable(subgraph(self.graph, island))))
+        self.steps = steps
+        self.placement = place(self.graph, excluded)
+        self.compile_seconds = seconds
+
+    def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
+        env: dict[Value, Any] = dict(zip(self.graph.inputs, args, strict=True))
+        for k, (island, step) in enumerate(self.steps):
+            inputs = [env[v] for v in island.inputs]
+            if isinstance(step, XlaIsland):
+                outs = self._run_xla(k, step, inputs, state)
+            else:
+                outs = step.run([_host(x) for x in inputs], state)
+            env.update(zip(island.outputs, outs, strict=True))
+        return [_result(env, v) for v in self.graph.outputs]
+
+    def _run_xla(self, k: int, step: XlaIsland, inputs: list[Any], state: RunState) -> list[Any]:
+        for _ in range(64):
+            try:
+                code, outs = step.run(inputs, state)
+            except Exception:  # XLA failed at run time (memory, say): the compiled backend runs it
+                return step.host(self.graph).run([_host(x) for x in inputs], state)
+            if code == 0:
+                return outs
+            fault = step.faults[code - 1]
+            if fault.kind == "limit":
+                raise loop_limit_error(fault.where, state.max_iterations)
+            if fault.kind == "grow" and fault.loop is not None:
+                with self.lock:
+                    if self.steps[k][1] is step:
+                        self.capacities[fault.loop] = 2 * self.capacities.get(fault.loop, 64)
+                        grown = XlaIsland(step.island, self.options, dict(self.capacities))
+                        self.compile_seconds += grown.compile_seconds
+                        self.steps[k] = (step.island, grown)
+                    step = self.steps[k][1]
+                continue
+            return step.host(self.graph).run([_host(x) for x in inputs], state)
+        return step.host(self.graph).run([_host(x) for x in inputs], state)
+
+
+def _host(value: Any) -> Any:
+    return np.array(value) if isinstance(value, jax.Array) else value
+
+
+def _result(env: dict[Value, Any], v: Value) -> Any:
+    if v in env:
+        return _host(env[v])
+    data = v.constant
+    if data is None:
+        raise TensorloopError(f"graph result %{v.name} is never computed")
+    return data.copy()
+
+
+class JaxExecutable:
+    """A graph compiled by XLA per input signature; safe to run from many threads."""
+
+    def __init__(self, graph: Graph, options: Options) -> None:
+        self.graph = graph
+        self.options = options
+        self._plans: dict[Any, Plan] = {}
+        self._lock = threading.Lock()
+        self._host = CompiledExecutable(graph)
+
+    def plan(self, args: Sequence[Any]) -> Plan:
+        """The plan for ``args``' signature, made and compiled on first use."""
+        key = signature(args)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                try:
+                    graph = specialize(self.graph, args)
+                except TensorloopError:
+                    graph = self.graph
+                plan = Plan(graph, self.options)
+                plan.build()
+                if len(self._plans) >= MAX_PLANS:
+                    self._plans.pop(next(iter(self._plans)))
+                self._plans[key] = plan
+        return plan
+
+    def compile(self, args: Sequence[Any]) -> Plan:
+        """Compile for ``args``' signature now (their values are not read)."""
+        return self.plan(args)
+
+    def placement(self, args: Sequence[Any]) -> list[Placement]:
+        """Where each node runs for ``args``' signature, and why not on XLA."""
+        return self.plan(args).placement
+
+    def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
+        if state.trace_names:  # per-iteration values are recorded on the host
+            return self._host.run(args, state)
+        state.start(self.graph)
+        plan = self.plan(args)
+        return plan.run(args, state)
+
+
+class JaxBackend:
+    """Runs graphs as XLA programs through JAX, on the CPU or a GPU, with what XLA cannot
+    express on the compiled backend."""
+
+    name = "jax"
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options or Options()
+
+    def prepare(self, graph: Graph, input_types: Sequence[Type] | None = None) -> JaxExecutable:
+        return JaxExecutable(graph, self.options)
+
+    def evaluate(self, node: Node, inputs: Sequence[Any]) -> list[Any]:
+        return Interpreter().run_node(node, inputs)
+
+
+register_backend("jax", JaxBackend)
+
+__all__ = [
+    "HOST",
+    "XLA",
+    "JaxBackend",
+    "JaxExecutable",
+    "Options",
+    "Placement",
+    "Plan",
+    "control",
+    "ops",
+]

@@ -1,0 +1,247 @@
+"""Loop and If lowered to XLA: ``lax.scan``, ``lax.while_loop`` and ``lax.cond``.
+
+A Loop whose trip count is static and which nothing can stop early is a ``lax.scan`` (its
+sliced sources scanned along their axis, its per-iteration results stacked by the scan).
+Every other Loop is a ``lax.while_loop`` whose state is the iteration, the fault code, the
+condition, the carried values and one buffer per stacked result, preallocated to the loop's
+static trip bound, or to a capacity that grows: a loop that would outrun its buffers stops,
+reports a ``grow`` fault, and the executable compiles again with the capacity doubled. Such a
+loop's stacked outputs leave the island as ``DynamicStack`` (the buffer and the count), cut to
+length on the way out. The iteration limit is a run-time operand; a loop that would pass it
+stops and reports a ``limit`` fault, which the executable raises as the reference does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...ir.branch import If
+from ...ir.graph import Node
+from ...ir.loop import Loop, Stacked
+from ...tensor.types import TensorType, normalize_axis
+from .lowering import ConstantPool, Fault, JaxValue, LowerContext, lower_graph, lowers
+
+MAX_SCAN_TRIPS = 1_000_000
+"""A static trip count above this runs as a while loop, so the iteration limit can stop it."""
+
+INITIAL_CAPACITY = 64
+"""Stacked buffers of a loop with no static trip bound start this long (then double)."""
+
+
+@dataclass(frozen=True)
+class DynamicStack:
+    """A stacked output whose length is known only at run time: ``buffer`` holds the
+    per-iteration results on axis 0, ``count`` of them valid; ``spec`` says where they go."""
+
+    buffer: JaxValue
+    count: JaxValue
+    spec: Stacked
+
+    def finish(self) -> JaxValue:
+        """The output itself (outside the compiled program, where lengths may vary)."""
+        import jax.numpy as jnp
+        from jax import lax
+
+        out = lax.slice_in_dim(self.buffer, 0, int(self.count), axis=0)
+        if self.spec.reverse:
+            out = jnp.flip(out, axis=0)
+        axis = normalize_axis(self.spec.axis, out.ndim, "stacked output")
+        return jnp.moveaxis(out, 0, axis) if axis else out
+
+
+def _is_true_constant(value: Any) -> bool:
+    data = None if value is None else value.constant
+    return data is not None and data.size == 1 and bool(data.reshape(-1)[0])
+
+
+def static_bound(view: Loop, sources: list[JaxValue], axes: list[int]) -> int | None:
+    """The loop's trip bound known at trace time: constant trip count and source lengths."""
+    bounds = [int(src.shape[a]) for src, a in zip(sources, axes, strict=True)]
+    trip = view.trip_count
+    if trip is not None:
+        data = trip.constant
+        if data is None:
+            return None if not bounds else min(bounds)
+        bounds.append(max(int(np.asarray(data).reshape(-1)[0]), 0))
+    return min(bounds) if bounds else None
+
+
+def can_stop_early(view: Loop) -> bool:
+    """Whether a condition may end the loop before its trip count."""
+    cond = view.condition
+    return (cond is not None and not _is_true_constant(cond)) or not _is_true_constant(
+        view.continue_condition
+    )
+
+
+@lowers("Loop")
+def _loop(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValue) -> list[Any]:
+    import jax.numpy as jnp
+
+    view = Loop(node)
+    trip, cond0, carried, sources, invariants = view.counts.split_inputs(inputs)
+    axes = [
+        normalize_axis(s.spec.axis, src.ndim, node.describe())
+        for s, src in zip(view.sliced, sources, strict=True)
+    ]
+    bound = static_bound(view, sources, axes)
+    where = node.describe()
+    constants: ConstantPool = ctx.constants
+    stops = can_stop_early(view) or (trip is not None and view.trip_count.constant is None)
+    if not stops and bound is not None and bound <= MAX_SCAN_TRIPS:
+        return _scan(ctx, view, bound, carried, sources, axes, invariants, constants, where)
+    return _while(ctx, view, bound, trip, cond0, carried, sources, axes, invariants, constants)
+
+
+def _body_fn(
+    ctx: LowerContext, view: Loop, invariants: list[JaxValue], constants: ConstantPool
+) -> Any:
+    """The body as a function ``(code, i, carried, slices) -> (code, cond, carried, ys)``."""
+
+    def run(code: JaxValue, i: JaxValue, carried: list[Any], slices: list[Any]) -> Any:
+        inner = ctx.child(code)
+        results = lower_graph(inner, view.body, [i, *carried, *slices, *invariants], constants)
+        step = view.counts.split_results(results)
+        return inner.code, step.continue_condition, list(step.carried), list(step.per_iteration)
+
+    return run
+
+
+def _scan(
+    ctx: LowerContext,
+    view: Loop,
+    n: int,
+    carried: list[JaxValue],
+    sources: list[JaxValue],
+    axes: list[int],
+    invariants: list[JaxValue],
+    constants: ConstantPool,
+    where: str,
+) -> list[Any]:
+    import jax.numpy as jnp
+    from jax import lax
+
+    xs = []
+    for src, s, a in zip(sources, view.sliced, axes, strict=True):
+        x = jnp.moveaxis(src, a, 0) if a else src
+        x = jnp.flip(x, axis=0) if s.spec.reverse else x
+        xs.append(lax.slice_in_dim(x, 0, n, axis=0))
+    run = _body_fn(ctx, view, invariants, constants)
+    ctx.fail_unless(jnp.int64(n) <= ctx.limit, Fault("limit", where, view.node))
+
+    def step(state: Any, slices: Any) -> Any:
+        i, code, values = state
+        code, _, values, ys = run(code, i, values, list(slices))
+        return (i + 1, code, values), ys
+
+    (_, code, final), ys = lax.scan(step, (jnp.int64(0), ctx.code, list(carried)), xs, length=n)
+    ctx.code = code
+    outputs = []
+    for y, st in zip(ys, view.stacked, strict=True):
+        y = jnp.flip(y, axis=0) if st.spec.reverse else y
+        axis = normalize_axis(st.spec.axis, y.ndim, where)
+        outputs.append(jnp.moveaxis(y, 0, axis) if axis else y)
+    return [*final, *outputs]
+
+
+def _while(
+    ctx: LowerContext,
+    view: Loop,
+    bound: int | None,
+    trip: JaxValue,
+    cond0: JaxValue,
+    carried: list[JaxValue],
+    sources: list[JaxValue],
+    axes: list[int],
+    invariants: list[JaxValue],
+    constants: ConstantPool,
+) -> list[Any]:
+    import jax.numpy as jnp
+    from jax import lax
+
+    node, where = view.node, view.node.describe()
+    lengths = [int(src.shape[a]) for src, a in zip(sources, axes, strict=True)]
+    stacked = view.stacked
+    growing = bool(stacked) and bound is None
+    capacity = ctx.capacities.get(node, INITIAL_CAPACITY) if growing else (bound or 0)
+    buffers = []
+    for st in stacked:
+        t = st.result.type
+        assert isinstance(t, TensorType) and t.shape is not None
+        buffers.append(jnp.zeros((capacity, *t.shape), t.dtype.numpy))
+    run = _body_fn(ctx, view, invariants, constants)
+    start = jnp.asarray(True) if cond0 is None else jnp.asarray(cond0).reshape(()).astype(bool)
+
+    def in_bounds(i: JaxValue) -> JaxValue:
+        ok = jnp.asarray(True)
+        if trip is not None:
+            ok = ok & (i < jnp.asarray(trip).reshape(()).astype(jnp.int64))
+        for n in lengths:
+            ok = ok & (i < n)
+        return ok
+
+    def keep_going(state: Any) -> JaxValue:
+        i, code, cond, _, _ = state
+        go = (code == 0) & cond & in_bounds(i) & (i < ctx.limit)
+        return go & (i < capacity) if stacked else go
+
+    def step(state: Any) -> Any:
+        i, code, _, values, bufs = state
+        slices = []
+        for src, s, a, n in zip(sources, view.sliced, axes, lengths, strict=True):
+            idx = n - 1 - i if s.spec.reverse else i
+            slices.append(lax.dynamic_index_in_dim(src, idx, axis=a, keepdims=False))
+        code, cond, values, ys = run(code, i, values, slices)
+        bufs = [
+            lax.dynamic_update_index_in_dim(b, jnp.asarray(y).astype(b.dtype), i, axis=0)
+            for b, y in zip(bufs, ys, strict=True)
+        ]
+        return i + 1, code, jnp.asarray(cond).reshape(()).astype(bool), values, bufs
+
+    state = (jnp.int64(0), ctx.code, start, list(carried), buffers)
+    i, code, cond, final, bufs = lax.while_loop(keep_going, step, state)
+    wants_more = (code == 0) & cond & in_bounds(i)
+    ctx.code = code
+    ctx.fail_unless(~(wants_more & (i >= ctx.limit)), Fault("limit", where, node))
+    if growing:
+        ctx.fail_unless(~(wants_more & (i >= capacity)), Fault("grow", where, node))
+    outputs: list[Any] = []
+    for b, st in zip(bufs, stacked, strict=True):
+        out_type = st.output.type
+        if isinstance(out_type, TensorType) and out_type.is_static:
+            y = jnp.flip(b, axis=0) if st.spec.reverse else b
+            axis = normalize_axis(st.spec.axis, y.ndim, where)
+            outputs.append(jnp.moveaxis(y, 0, axis) if axis else y)
+        else:
+            outputs.append(DynamicStack(b, i, st.spec))
+    return [*final, *outputs]
+
+
+@lowers("If")
+def _if(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValue) -> list[Any]:
+    import jax.numpy as jnp
+    from jax import lax
+
+    view = If(node)
+    cond, *captured = inputs
+    constants: ConstantPool = ctx.constants
+
+    def branch(graph: Any) -> Any:
+        def run(code: JaxValue, args: list[JaxValue]) -> Any:
+            inner = ctx.child(code)
+            return inner.code, lower_graph(inner, graph, args, constants)
+
+        return run
+
+    pred = jnp.asarray(cond).reshape(()).astype(bool)
+    code, outs = lax.cond(
+        pred, branch(view.then_branch), branch(view.else_branch), ctx.code, list(captured)
+    )
+    ctx.code = code
+    return list(outs)
+
+
+__all__ = ["INITIAL_CAPACITY", "MAX_SCAN_TRIPS", "DynamicStack", "can_stop_early"]
