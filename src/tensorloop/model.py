@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .backends.base import DEFAULT_BACKEND, Backend, Executable, get_backend
+from .backends.base import DEFAULT_BACKEND, Backend, Executable, Placement, get_backend
 from .backends.runtime import DEFAULT_MAX_ITERATIONS, RunState, TraceEntry, coerce_inputs
 from .builder.tracing import Tensor, requested_name, root_graph
-from .errors import GraphError, InputError
+from .errors import BackendError, GraphError, InputError
 from .ir.graph import Graph, Node, Value, Variable, copy_node
 from .ir.verify import verify
 
@@ -66,6 +66,20 @@ class Session:
         )
         results = self.model.prepared(backend).run(args, state)
         return Outputs(dict(zip(self.model.output_names, results, strict=True)), state.trace)
+
+
+def _shaped(inputs: Mapping[str, Any] | Sequence[Any]) -> Any:
+    """Inputs with every ``shape``/``dtype`` description made an array of that type (a
+    zero-stride view: no memory is allocated for it)."""
+
+    def one(x: Any) -> Any:
+        if isinstance(x, np.ndarray) or not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            return x
+        return np.broadcast_to(np.zeros((), np.dtype(x.dtype)), tuple(x.shape))
+
+    if isinstance(inputs, Mapping):
+        return {k: one(v) for k, v in inputs.items()}
+    return [one(v) for v in inputs]
 
 
 def _frozen(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -134,6 +148,37 @@ class Model:
         """Run in the model's default session (persistent tensors carry over between runs);
         ``backend`` (a name such as ``"reference"``) overrides the model's for this run."""
         return self._session.run(inputs, trace=trace, backend=backend)
+
+    def compile(
+        self, inputs: Mapping[str, Any] | Sequence[Any], *, backend: str | Backend | None = None
+    ) -> Any:
+        """Prepare ``backend`` (the model's own by default) for inputs of these types now, ahead
+        of the first run: the compiled backend plans, the jax backend compiles its XLA programs.
+        ``inputs`` are arrays (their values are not read) or anything with ``shape`` and
+        ``dtype`` (a ``jax.ShapeDtypeStruct``, say). Returns the backend's plan for them (the
+        jax backend's has ``compile_seconds`` and ``placement``)."""
+        args = coerce_inputs(self.graph, _shaped(inputs), where=f"model '{self.graph.name}'")
+        compile = getattr(self.prepared(backend), "compile", None)
+        if compile is None:
+            name = get_backend(self.backend if backend is None else backend).name
+            raise BackendError(f"backend '{name}' has nothing to compile ahead of time")
+        return compile(args)
+
+    def placement(
+        self, inputs: Mapping[str, Any] | Sequence[Any], *, backend: str | Backend = "jax"
+    ) -> list[Placement]:
+        """Where each top-level node runs on ``backend`` for inputs of these types, and why a
+        node does not run where the backend would rather run it (XLA, for ``jax``)."""
+        args = coerce_inputs(self.graph, _shaped(inputs), where=f"model '{self.graph.name}'")
+        executable = self.prepared(backend)
+        find = getattr(executable, "placement", None)
+        if find is not None:
+            found: list[Placement] = find(args)
+            return found
+        name = get_backend(backend).name
+        return [
+            Placement(n.name or n.op, n.op, name) for n in self.graph.nodes if n.op != "Constant"
+        ]
 
     def session(self) -> Session:
         """A new session with its own persistent state."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import BackendError
@@ -41,6 +42,17 @@ class Backend(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where one top-level node of a graph runs (``device``: ``xla`` or a backend's name), and
+    why it does not run where its backend would rather run it (empty if it does)."""
+
+    node: str
+    op: str
+    device: str
+    reason: str = ""
+
+
 DEFAULT_BACKEND = "compiled"
 """What ``Model``, ``load`` and the CLI run on unless told otherwise."""
 
@@ -50,6 +62,7 @@ _BUILTIN = {
     "reference": "tensorloop.backends.reference",
     "compiled": "tensorloop.backends.compiled",
     "jax": "tensorloop.backends.xla",
+    "auto": "tensorloop.backends.auto",
 }
 """Built-in backends by name, and the module whose import registers each one."""
 

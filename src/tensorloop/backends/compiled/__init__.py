@@ -120,6 +120,10 @@ class CompiledExecutable:
                 plan = self._plans.setdefault(key, plan)
         return plan
 
+    def compile(self, args: Sequence[Any]) -> Plan:
+        """Plan for ``args``' signature now, ahead of the first run (values are not read)."""
+        return self.plan(args)
+
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
         state.start(self.graph)
         plan = self.plan(args, state.trace_names)

@@ -36,11 +36,9 @@ from ..runtime import RunState, loop_limit_error
 try:
     import jax
 except ImportError as exc:  # pragma: no cover - the extra is installed in CI
-    raise BackendError(
-        "the 'jax' backend needs JAX: pip install 'tensorloop[jax]'"
-    ) from exc
+    raise BackendError("the 'jax' backend needs JAX: pip install 'tensorloop[jax]'") from exc
 
-jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
 
 from . import control, ops  # noqa: E402  (lowerings register on import, after x64 is on)
 from .control import DynamicStack  # noqa: E402
@@ -51,8 +49,8 @@ from .lowering import (  # noqa: E402
     LowerContext,
     LoweringError,
     Options,
-    lower_node,
     lookup,
+    lower_node,
 )
 from .partition import HOST, XLA, Island, Placement, partition, place  # noqa: E402
 
@@ -60,7 +58,7 @@ MAX_PLANS = 16
 """Plans kept per executable (each holds compiled XLA programs)."""
 
 
-class _IslandFailed(Exception):
+class _IslandFailedError(Exception):
     def __init__(self, node: Node, why: str) -> None:
         super().__init__(why)
         self.node = node
@@ -74,8 +72,7 @@ def _large_constants(island: Island) -> list[Value]:
     def visit(nodes: Sequence[Node]) -> None:
         for node in nodes:
             for v in node.inputs:
-                data = None if v is None else v.constant
-                if data is not None and data.nbytes > EMBED_LIMIT:
+                if v is not None and v.constant is not None and v.constant.nbytes > EMBED_LIMIT:
                     found[v] = None
             for sub in node.subgraphs.values():
                 visit(sub.nodes)
@@ -113,9 +110,9 @@ class XlaIsland:
                 try:
                     outs = lower_node(ctx, node, args)
                 except LoweringError as exc:
-                    raise _IslandFailed(node, exc.why) from exc
+                    raise _IslandFailedError(node, exc.why) from exc
                 except Exception as exc:  # a case a lowering does not cover
-                    raise _IslandFailed(node, f"{type(exc).__name__}: {exc}") from exc
+                    raise _IslandFailedError(node, f"{type(exc).__name__}: {exc}") from exc
                 env.update(zip(node.outputs, outs, strict=True))
             self.faults = ctx.faults
             results = []
@@ -133,11 +130,11 @@ class XlaIsland:
         def spec(v: Value) -> Any:
             t = v.type
             assert isinstance(t, TensorType) and t.shape is not None
-            return jax.ShapeDtypeStruct(tuple(int(d) for d in t.shape), t.dtype.numpy)
+            return _abstract(tuple(int(d) for d in t.shape), t.dtype.numpy)
 
-        limit = jax.ShapeDtypeStruct((), np.int64)
-        negzero = jax.ShapeDtypeStruct((), np.float64)
-        operands = [jax.ShapeDtypeStruct(o.shape, o.dtype) for o in self.operands]
+        limit = _abstract((), np.dtype(np.int64))
+        negzero = _abstract((), np.dtype(np.float64))
+        operands = [_abstract(o.shape, o.dtype) for o in self.operands]
         inputs = [spec(v) for v in self.island.inputs]
         lowered = jax.jit(self._function()).lower(limit, negzero, operands, inputs)
         return lowered.compile()
@@ -158,6 +155,11 @@ class XlaIsland:
         return int(code), outs
 
 
+def _abstract(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
+    """An argument of this shape and dtype, for compiling ahead of time."""
+    return jax.ShapeDtypeStruct(shape, dtype)  # type: ignore[no-untyped-call]
+
+
 def subgraph(graph: Graph, island: Island) -> Graph:
     """``island``'s nodes as a graph of their own (constants copied in, variables shared)."""
     from ...ir.graph import copy_node
@@ -167,14 +169,11 @@ def subgraph(graph: Graph, island: Island) -> Graph:
     mapping: dict[Value, Value] = {v: sub.add_input(v.name, v.type) for v in island.inputs}
     for node in island.nodes:
         for v in node.inputs:
-            if v is not None and v not in mapping and v.producer is not None:
-                if v.producer.op == "Constant":
-                    sub.append(copy_node(v.producer, mapping))
+            producer = None if v is None or v in mapping else v.producer
+            if producer is not None and producer.op == "Constant":
+                sub.append(copy_node(producer, mapping))
         sub.append(copy_node(node, mapping))
-    outputs = []
-    for v in island.outputs:
-        outputs.append(mapping[v])
-    sub.set_outputs(outputs)
+    sub.set_outputs([mapping[v] for v in island.outputs])
     return sub
 
 
@@ -196,7 +195,7 @@ class Plan:
             try:
                 self._build(excluded)
                 return
-            except _IslandFailed as failed:
+            except _IslandFailedError as failed:
                 excluded[failed.node] = f"XLA lowering failed ({failed.why})"
         raise BackendError(f"could not partition graph '{self.graph.name}'")  # pragma: no cover
 

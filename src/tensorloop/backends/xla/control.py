@@ -79,7 +79,6 @@ def can_stop_early(view: Loop) -> bool:
 
 @lowers("Loop")
 def _loop(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValue) -> list[Any]:
-    import jax.numpy as jnp
 
     view = Loop(node)
     trip, cond0, carried, sources, invariants = view.counts.split_inputs(inputs)
@@ -90,7 +89,8 @@ def _loop(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValu
     bound = static_bound(view, sources, axes)
     where = node.describe()
     constants: ConstantPool = ctx.constants
-    stops = can_stop_early(view) or (trip is not None and view.trip_count.constant is None)
+    counted = view.trip_count
+    stops = can_stop_early(view) or (counted is not None and counted.constant is None)
     if not stops and bound is not None and bound <= MAX_SCAN_TRIPS:
         return _scan(ctx, view, bound, carried, sources, axes, invariants, constants, where)
     return _while(ctx, view, bound, trip, cond0, carried, sources, axes, invariants, constants)

@@ -22,20 +22,11 @@ from ...ir.branch import If
 from ...ir.graph import Graph, Node, Value
 from ...ir.loop import Loop
 from ...tensor.types import TensorType
+from ..base import Placement
 from .lowering import JAX_DTYPES, LOWERINGS, attrs_of
 
 XLA = "xla"
 HOST = "compiled"
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where one top-level node runs, and why it does not run on XLA (empty if it does)."""
-
-    node: str
-    op: str
-    device: str
-    reason: str = ""
 
 
 @dataclass(eq=False)
@@ -51,7 +42,8 @@ class Island:
 def _type_problem(value: Value, *, shape: bool = True) -> str | None:
     t = value.type
     if not isinstance(t, TensorType):
-        return f"%{value.name} is a {t} (XLA computes tensors only)"
+        kind = type(t).__name__.removesuffix("Type").lower() or "value"
+        return f"%{value.name} is a {kind} ({t}); XLA computes tensors only"
     if t.dtype not in JAX_DTYPES:
         return f"%{value.name} has element type {t.dtype}, which XLA does not compute exactly"
     if shape and not t.is_static:
@@ -65,9 +57,6 @@ def why_not(node: Node, excluded: Mapping[Node, str] | None = None) -> str | Non
         return excluded[node]
     if node.op == "Constant":
         return _type_problem(node.output)
-    entry = LOWERINGS.get(node.op)
-    if entry is None:
-        return f"no XLA lowering for {node.op}"
     for v in node.inputs:
         problem = None if v is None else _type_problem(v)
         if problem:
@@ -80,6 +69,9 @@ def why_not(node: Node, excluded: Mapping[Node, str] | None = None) -> str | Non
         problem = _type_problem(v, shape=v not in stacked)
         if problem:
             return problem
+    entry = LOWERINGS.get(node.op)
+    if entry is None:
+        return f"no XLA lowering for {node.op}"
     if node.op == "Loop":
         return _loop_problem(Loop(node))
     if node.op == "If":

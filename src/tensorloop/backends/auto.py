@@ -1,0 +1,127 @@
+"""The ``auto`` backend: tiered like a JIT. Every input signature starts on the compiled CPU
+backend (planned in milliseconds); once its runs there have taken ``PROMOTE_AFTER_SECONDS`` in
+all, XLA compiles the model for that signature in a background thread, and runs move to the
+XLA program when it is ready. A model that runs briefly never pays for XLA; a model that runs
+long pays once. Without JAX installed, everything stays on the compiled backend."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import TensorloopError
+from ..ir.graph import Graph, Node
+from ..tensor.types import Type
+from .base import register_backend
+from .compiled import CompiledExecutable
+from .compiled.specialize import signature
+from .reference import Interpreter
+from .runtime import RunState
+
+PROMOTE_AFTER_SECONDS = 0.25
+"""Run time on the compiled backend, per signature, after which XLA compiles it: about what
+XLA takes to compile a small loop model (40-300 ms measured), so the compile is repaid."""
+
+COMPILED, COMPILING, XLA, STAYS = "compiled", "compiling", "xla", "stays"
+
+
+@dataclass
+class Tier:
+    """Where one signature runs now, and how long its runs on the compiled backend took."""
+
+    where: str = COMPILED
+    runs: int = 0
+    seconds: float = 0.0
+    why: str = ""
+
+
+class AutoExecutable:
+    """Runs on the compiled backend, and on XLA for signatures that have run long enough."""
+
+    def __init__(self, graph: Graph, *, background: bool = True) -> None:
+        self.graph = graph
+        self.background = background
+        self.compiled = CompiledExecutable(graph)
+        self._jax: Any = None
+        self._tiers: dict[Any, Tier] = {}
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def tier(self, args: Sequence[Any]) -> Tier:
+        """Where ``args``' signature runs now (``where``: compiled, compiling, xla or stays)."""
+        key = signature(args)
+        with self._lock:
+            return self._tiers.setdefault(key, Tier())
+
+    def wait(self) -> None:
+        """Wait for background compiles started so far (for tests and benchmarks)."""
+        for t in list(self._threads):
+            t.join()
+
+    def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
+        if state.trace_names:
+            return self.compiled.run(args, state)
+        tier = self.tier(args)
+        if tier.where == XLA:
+            return self._jax_executable().run(args, state)  # type: ignore[no-any-return]
+        started = time.perf_counter()
+        results = self.compiled.run(args, state)
+        tier.runs += 1
+        tier.seconds += time.perf_counter() - started
+        if tier.where == COMPILED and tier.seconds >= PROMOTE_AFTER_SECONDS:
+            self._promote(tier, list(args))
+        return results
+
+    def _jax_executable(self) -> Any:
+        if self._jax is None:
+            from .base import get_backend
+
+            self._jax = get_backend("jax").prepare(self.graph)
+        return self._jax
+
+    def _promote(self, tier: Tier, args: list[Any]) -> None:
+        with self._lock:
+            if tier.where != COMPILED:
+                return
+            tier.where = COMPILING
+
+        def compile_now() -> None:
+            try:
+                self._jax_executable().compile(args)
+            except TensorloopError as exc:  # JAX missing, or nothing XLA can run
+                tier.where, tier.why = STAYS, str(exc)
+                return
+            except Exception as exc:  # a bug of ours: the compiled backend keeps answering
+                tier.where, tier.why = STAYS, f"{type(exc).__name__}: {exc}"
+                return
+            tier.where = XLA
+
+        if not self.background:
+            compile_now()
+            return
+        thread = threading.Thread(target=compile_now, name="tensorloop-xla-compile", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+
+class AutoBackend:
+    """Tiered: the compiled CPU backend at once, XLA for what runs long (see the module)."""
+
+    name = "auto"
+
+    def __init__(self, *, background: bool = True) -> None:
+        self.background = background
+
+    def prepare(self, graph: Graph, input_types: Sequence[Type] | None = None) -> AutoExecutable:
+        return AutoExecutable(graph, background=self.background)
+
+    def evaluate(self, node: Node, inputs: Sequence[Any]) -> list[Any]:
+        return Interpreter().run_node(node, inputs)
+
+
+register_backend("auto", AutoBackend)
+
+__all__ = ["PROMOTE_AFTER_SECONDS", "AutoBackend", "AutoExecutable", "Tier"]

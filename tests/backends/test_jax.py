@@ -1,0 +1,401 @@
+"""The jax backend's own guarantees: loops lowered to scan or while_loop, buffers that grow, the
+iteration limit and run-time errors as the reference has them, partitioning with reasons,
+threads, ahead-of-time compiles, the FMA policy, and the tiered ``auto`` backend. conftest runs
+every model of this file on the reference and compiled backends as well and compares."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import tensorloop as tl
+from backend_agreement import assert_same_outputs
+from loop_models import LimitReachedError, LoopSpec, build, loop_specs
+from loop_models import make_inputs as spec_inputs
+from loop_models import reference as docstring_model
+from tensorloop import Graph, Stacked, TensorType, Value
+from tensorloop.backends import auto
+from tensorloop.backends.base import get_backend
+from tensorloop.errors import ExecutionError, LoopLimitError
+from tensorloop.ir.emit import Emitter
+from tensorloop.ir.loop import ITERATION_TYPE
+
+jax = pytest.importorskip("jax")
+xla = pytest.importorskip("tensorloop.backends.xla")
+
+F32, F64, I64, BOOL = "float32", "float64", "int64", "bool"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_builder() -> None:
+    tl.reset()
+
+
+def T(dtype: str, *shape: int | str) -> TensorType:
+    return TensorType(dtype, shape)
+
+
+def _loop(
+    g: Graph, body: Graph, inputs: list[Value | None], carried: int, stacked: Any, name: str
+) -> list[Value]:
+    attrs = {"body": body, "num_carried": carried, "sliced": (), "stacked": tuple(stacked)}
+    return g.add_node("Loop", inputs, attrs, name=name).outputs
+
+
+def _plan(model: tl.Model, inputs: Any) -> Any:
+    return model.compile(inputs, backend="jax")
+
+
+def _devices(model: tl.Model, inputs: Any) -> dict[str, str]:
+    return {p.node: p.device for p in model.placement(inputs)}
+
+
+# -- models ---------------------------------------------------------------------------------------
+def _while_model() -> tl.Model:
+    """The benchmark's while loop: x <- x * 1.0001 + 1 (f32) while x < limit; counts trips."""
+    g = Graph("while")
+    x0, limit = g.add_input("x0", T(F32)), g.add_input("limit", T(F32))
+    body = Graph("while_body")
+    body.add_input("i", ITERATION_TYPE)
+    x, n = body.add_input("x", T(F32)), body.add_input("n", T(I64))
+    lim = body.add_input("lim", T(F32))
+    em = Emitter(body)
+    nxt = em.op("Add", [em.op("Mul", [x, em.const(np.float32(1.0001))]), em.const(np.float32(1))])
+    body.set_outputs([em.op("Less", [nxt, lim]), nxt, em.op("Add", [n, em.const(np.int64(1))])])
+    go = Emitter(g).op("Less", [x0, limit])
+    zero = Emitter(g).const(np.int64(0))
+    g.set_outputs(_loop(g, body, [None, go, x0, zero, limit], 2, [], "while"))
+    return tl.Model(g)
+
+
+def _geometric(stacked: tuple[Stacked, ...] = (Stacked(0),)) -> tl.Model:
+    """s <- 1.25 s + 1 (f64) while s < limit; stacks s * [1, 2, 3]: no trip bound."""
+    g = Graph("geometric")
+    s0, limit = g.add_input("s0", T(F64)), g.add_input("limit", T(F64))
+    body = Graph("geometric_body")
+    body.add_input("i", ITERATION_TYPE)
+    s, lim = body.add_input("s", T(F64)), body.add_input("lim", T(F64))
+    em = Emitter(body)
+    nxt = em.op("Add", [em.op("Mul", [s, em.const(np.float64(1.25))]), em.const(np.float64(1.0))])
+    row = em.op("Mul", [nxt, em.const(np.array([1.0, 2.0, 3.0]))])
+    body.set_outputs([em.op("Less", [nxt, lim]), nxt, *[row] * len(stacked)])
+    g.set_outputs(_loop(g, body, [None, None, s0, limit], 1, stacked, "grow"))
+    return tl.Model(g)
+
+
+def _rnn(steps: int | str = "T") -> tl.Model:
+    rng = np.random.default_rng(3)
+    xs = tl.placeholder(F32, [steps, 4], name="xs")
+    w = tl.constant(rng.standard_normal((4, 8)).astype(np.float32))
+    u = tl.constant((rng.standard_normal((8, 8)) * 0.3).astype(np.float32))
+
+    def step(h: Any, x: Any) -> tuple[Any, Any]:
+        h = tl.tanh(x @ w + h @ u)
+        return h, h
+
+    last, hs = tl.scan(step, tl.constant(np.zeros(8, np.float32)), xs)
+    return tl.Model({"h": last, "hs": hs})
+
+
+# -- loops ----------------------------------------------------------------------------------------
+def test_a_scan_is_one_xla_island_and_matches_the_reference() -> None:
+    model = _rnn()
+    xs = np.random.default_rng(0).standard_normal((7, 4)).astype(np.float32)
+    assert set(_devices(model, {"xs": xs}).values()) == {"xla"}
+    plan = _plan(model, {"xs": xs})
+    assert [i.device for i, _ in plan.steps] == ["xla"]
+    got, want = model.run({"xs": xs}, backend="jax"), model.run({"xs": xs}, backend="reference")
+    assert_same_outputs(got, want, "jax vs reference")
+
+
+def test_the_while_loop_counts_the_reference_trips_without_fused_multiply_adds() -> None:
+    """XLA's CPU compiler always may fuse x*a + 1 into one FMA, which changes how this loop
+    rounds (99 979 trips instead of 99 982). The default policy rounds each product first."""
+    model = _while_model()
+    inputs = {"x0": np.float32(0), "limit": np.float32(2.2e8)}
+    got = model.run(inputs, backend="jax")
+    want = model.run(inputs, backend="reference")
+    assert int(want["n"] if "n" in want else list(want.values())[1]) == 99_982
+    assert_same_outputs(got, want, "jax vs reference")
+
+
+def test_contraction_is_an_explicit_option() -> None:
+    model = _while_model()
+    inputs = {"x0": np.float32(0), "limit": np.float32(1e3)}
+    fused = xla.JaxBackend(xla.Options(contract=True))
+    got = model.run(inputs, backend=fused)
+    want = model.run(inputs, backend="reference")
+    # 1e3 is reached after the same number of trips either way; the value may differ by a ulp
+    assert [int(np.asarray(v)) for v in list(got.values())[1:]] == [
+        int(np.asarray(v)) for v in list(want.values())[1:]
+    ]
+    assert xla.Options().contract is False
+
+
+@pytest.mark.parametrize("limit", [2.0, 1e3, 1e30])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_stacked_outputs_of_a_while_loop_grow_past_their_first_buffer(
+    limit: float, reverse: bool, axis: int
+) -> None:
+    model = _geometric((Stacked(axis, reverse), Stacked(0)))
+    inputs = {"s0": np.float64(0.5), "limit": np.float64(limit)}
+    got = model.run(inputs, backend="jax")
+    want = model.run(inputs, backend="reference")
+    assert_same_outputs(got, want, "jax vs reference")
+    trips = want[model.output_names[2]].shape[0]  # stacked on axis 0
+    plan = _plan(model, inputs)
+    grown = list(plan.capacities.values())
+    assert grown == ([] if trips <= 64 else [2 ** (trips - 1).bit_length()])
+
+
+def test_a_loop_over_the_iteration_limit_raises_the_references_error() -> None:
+    model = _geometric()
+    model.max_iterations = 5
+    inputs = {"s0": np.float64(0.5), "limit": np.float64(1e9)}
+    with pytest.raises(LoopLimitError) as got:
+        model.run(inputs, backend="jax")
+    with pytest.raises(LoopLimitError) as want:
+        model.run(inputs, backend="reference")
+    assert str(got.value) == str(want.value)
+
+
+def test_an_endless_loop_stops_at_the_limit() -> None:
+    g = Graph("endless")
+    x0 = g.add_input("x0", T(F64))
+    body = Graph("endless_body")
+    body.add_input("i", ITERATION_TYPE)
+    x = body.add_input("x", T(F64))
+    em = Emitter(body)
+    body.set_outputs([em.const(np.bool_(True)), em.op("Add", [x, em.const(np.float64(1))])])
+    g.set_outputs(_loop(g, body, [None, None, x0], 1, [], "endless"))
+    model = tl.Model(g, max_iterations=100_000)
+    with pytest.raises(LoopLimitError, match="100000"):
+        model.run({"x0": np.float64(0)}, backend="jax")
+
+
+def test_integer_division_by_zero_is_the_references_error() -> None:
+    a = tl.placeholder(I64, [3], name="a")
+    b = tl.placeholder(I64, [3], name="b")
+    model = tl.Model({"q": a / b})
+    ok = {"a": np.array([7, -7, 9]), "b": np.array([2, 2, -4])}
+    assert_same_outputs(
+        model.run(ok, backend="jax"), model.run(ok, backend="reference"), "jax vs reference"
+    )
+    bad = {"a": np.array([7, -7, 9]), "b": np.array([2, 0, -4])}
+    with pytest.raises(ExecutionError, match="division by zero"):
+        model.run(bad, backend="jax")
+
+
+def test_nested_loops_and_branches() -> None:
+    xs = tl.placeholder(F32, [5, 3], name="xs")
+
+    def outer(acc: Any, x: Any) -> tuple[Any, Any]:
+        def inner(i: Any, a: Any) -> Any:
+            return tl.cond(i < 2, lambda: a + x, lambda: a * 0.5)
+
+        acc = tl.fori_loop(0, 4, inner, acc)
+        return acc, acc
+
+    last, accs = tl.scan(outer, tl.constant(np.zeros(3, np.float32)), xs)
+    model = tl.Model({"last": last, "accs": accs})
+    inputs = {"xs": np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)}
+    assert set(_devices(model, inputs).values()) == {"xla"}
+    assert_same_outputs(
+        model.run(inputs, backend="jax"), model.run(inputs, backend="reference"), "nested"
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(loop_specs())
+def test_random_loops_on_jax_match_the_docstring_model(spec: LoopSpec) -> None:
+    limit = tl.DEFAULT_MAX_ITERATIONS if spec.max_iterations is None else spec.max_iterations
+    model = tl.Model(build(spec), max_iterations=limit)
+    inputs = spec_inputs(spec)
+    try:
+        want, _ = docstring_model(spec, inputs)
+    except LimitReachedError:
+        with pytest.raises(LoopLimitError, match="random_loop"):
+            model.run(inputs, backend="jax")
+        return
+    got = model.run(inputs, backend="jax")
+    for name, w in zip(model.output_names, want, strict=True):
+        np.testing.assert_allclose(got[name], w, rtol=1e-12, atol=1e-12)
+
+
+# -- partitioning -------------------------------------------------------------------------------
+def test_what_xla_cannot_express_runs_on_the_compiled_backend_in_islands() -> None:
+    """NonZero's output shape depends on the data: the graph splits into three islands."""
+    g = Graph("islands")
+    x = g.add_input("x", T(F32, 6))
+    em = Emitter(g)
+    y = em.op("Add", [x, em.const(np.float32(1))], name="before")
+    nz = em.op("NonZero", [y], name="nonzero")
+    out = em.op("Add", [nz, em.const(np.int64(1))], name="after")
+    z = em.op("Mul", [y, y], name="square")
+    g.set_outputs([out, z])
+    model = tl.Model(g)
+    inputs = {"x": np.array([0, -1, 2, 0, 3, -1], np.float32)}
+    placed = {p.node: p for p in model.placement(inputs)}
+    assert placed["before"].device == "xla" and placed["square"].device == "xla"
+    assert placed["nonzero"].device == "compiled"
+    assert "i64[1,?] has a shape known only at run time" in placed["nonzero"].reason
+    assert placed["after"].device == "compiled"  # its input's length is known only at run time
+    assert "shape known only at run time" in placed["after"].reason
+    plan = _plan(model, inputs)
+    assert [i.device for i, _ in plan.steps] == ["xla", "compiled"]
+    assert_same_outputs(
+        model.run(inputs, backend="jax"), model.run(inputs, backend="reference"), "islands"
+    )
+
+
+def test_sequences_run_on_the_compiled_backend_and_say_why() -> None:
+    g = Graph("sequences")
+    x = g.add_input("x", T(F32, 3))
+    em = Emitter(g)
+    doubled = em.op("Add", [x, x], name="double")
+    seq = em.op("SequenceConstruct", [x, doubled], name="construct")
+    g.set_outputs([em.op("SequenceLength", [seq], name="length"), doubled])
+    model = tl.Model(g)
+    inputs = {"x": np.ones(3, np.float32)}
+    placed = {p.node: p for p in model.placement(inputs)}
+    assert placed["double"].device == "xla"
+    assert placed["construct"].device == "compiled"
+    assert "sequence" in placed["construct"].reason
+    assert_same_outputs(
+        model.run(inputs, backend="jax"), model.run(inputs, backend="reference"), "sequences"
+    )
+
+
+def test_a_lowering_that_fails_moves_its_node_to_the_compiled_backend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tensorloop.backends.xla import lowering
+
+    def broken(*args: Any) -> list[Any]:
+        raise RuntimeError("not today")
+
+    monkeypatch.setitem(
+        lowering.LOWERINGS, "Tanh", lowering.OpLowering(broken, lowering.LOWERINGS["Tanh"].check)
+    )
+    x = tl.placeholder(F32, [4], name="x")
+    model = tl.Model({"y": tl.tanh(x * 2.0) + 1.0})
+    inputs = {"x": np.linspace(-1, 1, 4).astype(np.float32)}
+    placed = [p for p in model.placement(inputs) if p.op == "Tanh"]
+    assert placed[0].device == "compiled" and "not today" in placed[0].reason
+    assert_same_outputs(
+        model.run(inputs, backend="jax"), model.run(inputs, backend="reference"), "fallback"
+    )
+
+
+# -- compiling, threads, traces -------------------------------------------------------------------
+def test_compile_ahead_of_time_from_shapes_then_run_without_compiling() -> None:
+    model = _rnn()
+    spec = jax.ShapeDtypeStruct((6, 4), np.float32)
+    plan = model.compile({"xs": spec}, backend="jax")
+    assert plan.compile_seconds > 0
+    xs = np.ones((6, 4), np.float32)
+    model.run({"xs": xs}, backend="jax")
+    assert model.compile({"xs": xs}, backend="jax") is plan  # one plan per signature
+
+
+def test_runs_from_many_threads_match_sequential_runs() -> None:
+    model = _geometric((Stacked(0),))
+    rng = np.random.default_rng(7)
+    feeds = [
+        {"s0": np.float64(rng.uniform(0, 1)), "limit": np.float64(lim)}
+        for lim in rng.uniform(2, 1e4, 24)
+    ]
+    executable = model.prepared("jax")
+    from tensorloop.backends.runtime import RunState, coerce_inputs
+
+    def run(feed: dict[str, Any]) -> list[Any]:
+        return executable.run(coerce_inputs(model.graph, feed), RunState())  # type: ignore[no-any-return]
+
+    sequential = [run(f) for f in feeds]
+    with ThreadPoolExecutor(8) as pool:
+        concurrent = list(pool.map(run, feeds))
+    for a, b in zip(sequential, concurrent, strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_traced_runs_record_every_iteration_as_the_reference_does() -> None:
+    model = _rnn(5)
+    xs = np.ones((5, 4), np.float32)
+    names = [v.name for _, n in model.graph.walk() if n.op == "Tanh" for v in n.outputs]
+    got = model.run({"xs": xs}, backend="jax", trace=names)
+    assert len(got.trace[names[0]]) == 5
+
+
+def test_outputs_are_writable_numpy_arrays_and_int64_stays_int64() -> None:
+    n = tl.placeholder(I64, [], name="n")
+    total = tl.fori_loop(0, n, lambda i, acc: acc + i * 3_000_000_000, tl.constant(np.int64(0)))
+    model = tl.Model({"total": total})
+    out = model.run({"n": np.int64(10)}, backend="jax")["total"]
+    assert isinstance(out, np.ndarray) and out.dtype == np.int64 and out.flags.writeable
+    assert int(out) == 3_000_000_000 * 45
+
+
+# -- the tiered backend ---------------------------------------------------------------------------
+def test_auto_starts_on_the_compiled_backend_and_moves_a_hot_signature_to_xla(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auto, "PROMOTE_AFTER_SECONDS", 0.0)
+    model = _rnn()
+    executable = auto.AutoExecutable(model.graph, background=False)
+    monkeypatch.setitem(model._prepared, "auto", executable)
+    xs = np.random.default_rng(2).standard_normal((9, 4)).astype(np.float32)
+    want = model.run({"xs": xs}, backend="reference")
+    from tensorloop.backends.runtime import coerce_inputs
+
+    args = coerce_inputs(model.graph, {"xs": xs})
+    assert executable.tier(args).where == auto.COMPILED
+    first = model.run({"xs": xs}, backend="auto")  # runs on compiled, then compiles
+    assert executable.tier(args).where == auto.XLA
+    second = model.run({"xs": xs}, backend="auto")  # on XLA now
+    assert_same_outputs(first, want, "auto (compiled tier)")
+    assert_same_outputs(second, want, "auto (xla tier)")
+    other = coerce_inputs(model.graph, {"xs": xs[:3]})
+    assert executable.tier(other).where == auto.COMPILED  # per signature
+
+
+def test_auto_compiles_in_the_background_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auto, "PROMOTE_AFTER_SECONDS", 0.0)
+    model = _rnn()
+    xs = np.ones((4, 4), np.float32)
+    model.run({"xs": xs}, backend="auto")
+    executable = model.prepared("auto")
+    assert isinstance(executable, auto.AutoExecutable)
+    executable.wait()
+    from tensorloop.backends.runtime import coerce_inputs
+
+    assert executable.tier(coerce_inputs(model.graph, {"xs": xs})).where == auto.XLA
+    assert get_backend("auto").name == "auto"
+
+
+# -- GPU --------------------------------------------------------------------------------------------
+def _gpus() -> list[Any]:
+    try:
+        return list(jax.devices("gpu"))
+    except RuntimeError:
+        return []
+
+
+@pytest.mark.skipif(not _gpus(), reason="no GPU visible to JAX (CI has none)")
+def test_on_a_gpu_the_whole_loop_runs_on_the_device() -> None:
+    model = _rnn()
+    xs = np.random.default_rng(0).standard_normal((50, 4)).astype(np.float32)
+    plan = _plan(model, {"xs": xs})
+    (island, step) = plan.steps[0]
+    assert island.device == "xla"
+    text = step.compiled.as_text()
+    assert "while" in text or "scan" in text.lower()
+    assert jax.default_backend() == "gpu"
+    assert_same_outputs(
+        model.run({"xs": xs}, backend="jax"), model.run({"xs": xs}, backend="reference"), "gpu"
+    )
