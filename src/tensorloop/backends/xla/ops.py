@@ -103,7 +103,9 @@ def _identity(ctx: LowerContext, node: Node, attrs: dict[str, Any], x: Any) -> l
 
 
 @lowers("Where")
-def _where(ctx: LowerContext, node: Node, attrs: dict[str, Any], c: Any, x: Any, y: Any) -> list[Any]:
+def _where(
+    ctx: LowerContext, node: Node, attrs: dict[str, Any], c: Any, x: Any, y: Any
+) -> list[Any]:
     return [jnp.where(c, x, y).astype(jnp.asarray(x).dtype)]
 
 
@@ -122,7 +124,9 @@ def _matmul(ctx: LowerContext, node: Node, attrs: dict[str, Any], a: Any, b: Any
 
 
 @lowers("Gemm")
-def _gemm(ctx: LowerContext, node: Node, attrs: dict[str, Any], a: Any, b: Any, c: Any = None) -> list[Any]:
+def _gemm(
+    ctx: LowerContext, node: Node, attrs: dict[str, Any], a: Any, b: Any, c: Any = None
+) -> list[Any]:
     dtype = jnp.asarray(a).dtype
     x = a.T if attrs["transA"] else a
     y = b.T if attrs["transB"] else b
