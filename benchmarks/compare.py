@@ -327,6 +327,11 @@ def build_case(key: str, seed: int) -> Case:
 # --- runners: make(case, path) loads, prepares and returns a run function ------------------------
 
 
+COMPILE_S: dict[tuple[str, str], float] = {}
+"""Seconds ``model.compile`` took per (workload, runner): planning for the compiled backend,
+XLA's compile for jax; reported apart from the run times, which exclude it."""
+
+
 def tensorloop_make(backend: str) -> Callable[[Case, Path], Runner]:
     def make(case: Case, path: Path) -> Runner:
         if case.tl_model is not None:  # the network case: a fresh Model of the network's graph
@@ -334,6 +339,10 @@ def tensorloop_make(backend: str) -> Callable[[Case, Path], Runner]:
         else:
             model = tl.load(path, backend=backend)
         model.prepared(backend)
+        if backend in ("compiled", "jax"):
+            start = time.perf_counter()
+            model.compile(case.feed, backend=backend)
+            COMPILE_S[case.name, f"tl:{backend}"] = time.perf_counter() - start
 
         def run(feed: Feed) -> dict[str, np.ndarray]:
             return dict(model.run(feed, backend=backend))
@@ -399,6 +408,7 @@ LAZY_PACKAGES = (
     "tensorloop.formats.openvino",
     "tensorloop.backends.reference.kernels",
     "tensorloop.backends.compiled",
+    "tensorloop.backends.xla",
 )
 """Packages whose modules tensorloop imports on first use (converters, kernels, backends)."""
 
@@ -540,6 +550,7 @@ def main(
         ("runner", "left"),
         ("median ms", "right"),
         ("/ ort", "right"),
+        ("compile ms", "right"),
         ("first run ms", "right"),
         ("peak RSS MiB", "right"),
     ):
@@ -577,7 +588,7 @@ def main(
                 label = (key, case.description) if i == 0 else ("", "")
                 if name in skipped:
                     table.add_row(
-                        *label, name, "skipped (reference too slow; use --all)", "", "", ""
+                        *label, name, "skipped (reference too slow; use --all)", "", "", "", ""
                     )
                     continue
                 fr = {} if no_first_run else first_run(key, name, seed, path)
@@ -587,6 +598,7 @@ def main(
                     name,
                     _ms(medians[name]),
                     f"{medians[name] / medians['onnxruntime']:.2f}x",
+                    _ms(COMPILE_S[key, name]) if (key, name) in COMPILE_S else "",
                     _ms(fr["first_s"]) if "first_s" in fr else fr.get("error", "-"),
                     f"{fr['peak_kib'] / 1024:.1f}" if "peak_kib" in fr else "-",
                 )
