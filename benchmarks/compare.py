@@ -44,7 +44,7 @@ import click
 import numpy as np
 import onnx
 import onnxruntime as ort
-import openvino as ov
+from loops import ov
 from loops import ATOL, RTOL, Case, Feed, Runner, _f32, _model, openvino_from_file
 from loops import CASES as OLD_CASES
 from onnx import TensorProto, helper, numpy_helper
@@ -378,7 +378,8 @@ def makers(backends: list[str]) -> dict[str, Callable[[Case, Path], Runner]]:
         f"tl:{b}": tensorloop_make(b) for b in backends
     }
     out["onnxruntime"] = onnxruntime_make
-    out["openvino"] = openvino_make
+    if ov is not None:
+        out["openvino"] = openvino_make
     return out
 
 
@@ -410,6 +411,8 @@ LAZY_PACKAGES = (
     "tensorloop.backends.compiled",
     "tensorloop.backends.xla",
 )
+if importlib.util.find_spec("jax") is None:
+    LAZY_PACKAGES = LAZY_PACKAGES[:-1]
 """Packages whose modules tensorloop imports on first use (converters, kernels, backends)."""
 
 
@@ -535,7 +538,7 @@ def main(
     console = Console(width=max(Console().width, 130))
     console.print(
         f"numpy {np.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}, "
-        f"openvino {ov.get_version()}, tensorloop {version('tensorloop')} backends {chosen}"
+        f"openvino {ov.get_version() if ov else 'absent'}, tensorloop {version('tensorloop')} backends {chosen}"
     )
     console.print(
         f"warmup {warmup}, repeats {repeats} (round-robin), seed {seed}, "

@@ -23,7 +23,11 @@ import click
 import numpy as np
 import onnx
 import onnxruntime as ort
-import openvino as ov
+
+try:
+    import openvino as ov
+except ImportError:  # a machine without OpenVINO (a GPU box, say): its runner is left out
+    ov = None
 from onnx import TensorProto, helper, numpy_helper
 from rich.console import Console
 from rich.table import Table
