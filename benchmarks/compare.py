@@ -26,6 +26,7 @@ number is the growth of the peak over the process's peak before loading).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import pkgutil
 import resource
@@ -44,8 +45,7 @@ import click
 import numpy as np
 import onnx
 import onnxruntime as ort
-from loops import ov
-from loops import ATOL, RTOL, Case, Feed, Runner, _f32, _model, openvino_from_file
+from loops import ATOL, RTOL, Case, Feed, Runner, _f32, _model, openvino_from_file, ov
 from loops import CASES as OLD_CASES
 from onnx import TensorProto, helper, numpy_helper
 from rich.console import Console
@@ -538,7 +538,8 @@ def main(
     console = Console(width=max(Console().width, 130))
     console.print(
         f"numpy {np.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}, "
-        f"openvino {ov.get_version() if ov else 'absent'}, tensorloop {version('tensorloop')} backends {chosen}"
+        f"openvino {ov.get_version() if ov else 'absent'}, "
+        f"tensorloop {version('tensorloop')} backends {chosen}"
     )
     console.print(
         f"warmup {warmup}, repeats {repeats} (round-robin), seed {seed}, "
