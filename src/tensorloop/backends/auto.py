@@ -76,11 +76,12 @@ class AutoExecutable:
         return results
 
     def _jax_executable(self) -> Any:
-        if self._jax is None:
-            from .base import get_backend
+        with self._lock:
+            if self._jax is None:
+                from .base import get_backend
 
-            self._jax = get_backend("jax").prepare(self.graph)
-        return self._jax
+                self._jax = get_backend("jax").prepare(self.graph)
+            return self._jax
 
     def _promote(self, tier: Tier, args: list[Any]) -> None:
         with self._lock:

@@ -130,10 +130,13 @@ def _scan(
         x = jnp.flip(x, axis=0) if s.spec.reverse else x
         xs.append(lax.slice_in_dim(x, 0, n, axis=0))
     run = _body_fn(ctx, view, invariants, constants)
-    ctx.fail_unless(jnp.int64(n) <= ctx.limit, Fault("limit", where, view.node))
+    over = ctx.fault(Fault("limit", where, view.node))
 
     def step(state: Any, slices: Any) -> Any:
         i, code, values = state
+        # Iteration i runs only below the limit, as the reference's; a fault of an earlier
+        # iteration comes first, and nothing after the limit counts.
+        code = jnp.where((code == 0) & (i >= ctx.limit), jnp.int32(over), code)
         code, _, values, ys = run(code, i, values, list(slices))
         return (i + 1, code, values), ys
 
