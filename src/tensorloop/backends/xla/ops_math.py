@@ -1,4 +1,528 @@
-"""Lowerings of the maths, activation, reduction and cast ops (see ``ops.py`` for the rules every lowering follows)."""
+"""Lowerings of the maths, activation, reduction and cast ops (see ``ops.py`` for the rules every
+lowering follows). Each mirrors its reference kernel (``kernels/math.py``, ``reduce.py``,
+``elementwise.py``, ``quant.py``): the same widening of narrow floats, the same float64
+accumulators, the same integer wrapping. Where NumPy's answer is undefined behaviour of C (a
+float out of an integer type's range, NaN to an integer), the island deoptimizes to the
+compiled backend, which computes the reference's answer."""
 
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+import numpy as np
+from jax import lax
+
+from ...ir.graph import Node
+from ...ops.common import normalize_axes
+from ...ops.math import parse_einsum
+from ...tensor.types import normalize_axis
+from .lowering import JaxValue, LowerContext, lowers, needs_constant
+from .ops import NARROW, is_float, widen
+
+Attrs = dict[str, Any]
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _out_dtype(node: Node, k: int = 0) -> Any:
+    return node.outputs[k].tensor_type.dtype.numpy
+
+
+def _is_int(dtype: Any) -> bool:
+    return bool(jnp.issubdtype(dtype, jnp.integer))
+
+
+def _float_to_int(ctx: LowerContext, node: Node, y: JaxValue, dtype: Any) -> JaxValue:
+    """Float ``y`` truncated to integer ``dtype``; NumPy's answer for NaN, inf or a value out of
+    the type's range is C's undefined behaviour, so those deoptimize (XLA would saturate)."""
+    info = np.iinfo(dtype)
+    lo = float(info.min)  # 0 or -2**(bits-1): exact in every float type
+    hi = float(info.max) + 1.0  # 2**bits or 2**(bits-1): exact, and the first value past max
+    t = jnp.trunc(jnp.asarray(y).astype(jnp.float64))
+    ctx.deopt_unless(jnp.isfinite(t) & (t >= lo) & (t < hi), node)
+    return jnp.where(jnp.isfinite(t), t, 0).astype(dtype)
+
+
+def _result(ctx: LowerContext, node: Node, y: JaxValue, k: int = 0) -> JaxValue:
+    """``y`` cast to output ``k``'s type as NumPy's ``astype`` casts it."""
+    dtype = _out_dtype(node, k)
+    y = jnp.asarray(y)
+    if is_float(y) and _is_int(dtype):
+        return _float_to_int(ctx, node, y, dtype)
+    return y.astype(dtype)
+
+
+_BITS = {
+    np.dtype(np.float32): (jnp.uint32, 0x7F800000),
+    np.dtype(np.float64): (jnp.uint64, 0x7FF << 52),
+}
+
+
+def _deopt_on_subnormal(ctx: LowerContext, node: Node, *xs: JaxValue) -> None:
+    """XLA's CPU runtime flushes subnormal floats to zero (inputs and results): where that
+    changes an answer by more than a rounding (a floor, a sign, a remainder, an index), an
+    island given one deoptimizes. Narrow floats are checked once widened to float32."""
+    for x in xs:
+        bits = _BITS.get(np.dtype(x.dtype)) if x is not None else None
+        if bits is None:
+            continue
+        uint, exponent = bits
+        raw = lax.bitcast_convert_type(x, uint)
+        magnitude = raw & ~(np.array(1, uint) << (8 * x.dtype.itemsize - 1))
+        ctx.deopt_unless((magnitude == 0) | ((raw & np.array(exponent, uint)) != 0), node)
+
+
+def _accumulator(x: JaxValue) -> Any:
+    """What the reference sums in: floats in float64, integers in 64 bits (NumPy's default for
+    every integer sum; the wrapped result in the narrow type is the same either way)."""
+    if is_float(x):
+        return jnp.float64
+    return jnp.uint64 if jnp.issubdtype(x.dtype, jnp.unsignedinteger) else jnp.int64
+
+
+def _axis(axis: int, rank: int) -> int:
+    return normalize_axis(
+        axis, rank, error=ValueError
+    )  # out of range: the compiled backend says so
+
+
+def _constant(node: Node, port: int) -> np.ndarray[Any, Any]:
+    """The data of input ``port``, a constant of the graph (the op's check is needs_constant)."""
+    value = node.inputs[port]
+    data = None if value is None else value.constant
+    assert data is not None
+    return data
+
+
+def _scalar_constant(node: Node, port: int, what: str) -> int:
+    data = _constant(node, port)
+    if data.size != 1:
+        raise ValueError(f"{what} must hold one value, got shape {list(data.shape)}")
+    return int(data.reshape(()))
+
+
+def _one(x: JaxValue, what: str) -> JaxValue:
+    """A one-element operand (Clip's bounds, Trilu's k) as a scalar."""
+    if x.size != 1:
+        raise ValueError(f"{what} must hold one value, got shape {list(x.shape)}")
+    return x.reshape(())
+
+
+# -- Cast and CastLike ------------------------------------------------------------------------
+_WIDE = frozenset(np.dtype(t) for t in (np.float64, np.int32, np.uint32, np.int64, np.uint64))
+
+
+def _f32_round_to_odd(x: JaxValue) -> JaxValue:
+    """float64 ``x`` rounded to float32 toward zero, the last bit set where that was inexact:
+    rounding that once more to a narrow float is the correct rounding of ``x``."""
+    nearest = x.astype(jnp.float32)
+    back = nearest.astype(jnp.float64)
+    inexact = jnp.isfinite(x) & (back != x)
+    bits = lax.bitcast_convert_type(nearest, jnp.uint32)
+    bits = jnp.where(inexact & (jnp.abs(back) > jnp.abs(x)), bits - jnp.uint32(1), bits)
+    bits = jnp.where(inexact, bits | jnp.uint32(1), bits)
+    return lax.bitcast_convert_type(bits, jnp.float32)
+
+
+def _convert(ctx: LowerContext, node: Node, x: JaxValue) -> JaxValue:
+    to = _out_dtype(node)
+    if x.dtype == to:
+        return x
+    _deopt_on_subnormal(ctx, node, widen(x))
+    if to == np.bool_:
+        return x != 0  # NaN is nonzero
+    if _is_int(to):
+        return _result(ctx, node, x)  # ints wrap, floats truncate (deopt outside the range)
+    if to in NARROW:  # as ml_dtypes rounds: once, from float32 or a rounded-to-odd float64
+        wide = (
+            _f32_round_to_odd(x.astype(jnp.float64)) if x.dtype in _WIDE else x.astype(jnp.float32)
+        )
+        return wide.astype(to)
+    return x.astype(to)
+
+
+@lowers("Cast")
+def _cast(ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue) -> list[JaxValue]:
+    return [_convert(ctx, node, x)]
+
+
+@lowers("CastLike")
+def _cast_like(
+    ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, target: JaxValue
+) -> list[JaxValue]:
+    return [_convert(ctx, node, x)]
+
+
+# -- elementwise functions --------------------------------------------------------------------
+def _erf64(x: JaxValue) -> JaxValue:
+    """erf in float64, as the reference computes it."""
+    return jsp.erf(jnp.asarray(x).astype(jnp.float64))
+
+
+def _elu(x: JaxValue, alpha: float) -> JaxValue:
+    return jnp.where(x > 0, x, alpha * jnp.expm1(x))
+
+
+def _softplus(x: JaxValue) -> JaxValue:
+    return jnp.logaddexp(jnp.zeros((), x.dtype), x)
+
+
+def _bit_shift(x: JaxValue, y: JaxValue, direction: str) -> JaxValue:
+    inside = (y >= 0) & (y < x.dtype.itemsize * 8)
+    by = jnp.where(inside, y, 0).astype(x.dtype)
+    if direction == "LEFT":
+        return jnp.where(inside, jnp.left_shift(x, by), jnp.zeros((), x.dtype))
+    sign_fill = -(x < 0).astype(x.dtype)
+    return jnp.where(inside, jnp.right_shift(x, by), sign_fill)
+
+
+def _is_inf(x: JaxValue, detect_negative: int, detect_positive: int) -> JaxValue:
+    return (jnp.isposinf(x) & bool(detect_positive)) | (jnp.isneginf(x) & bool(detect_negative))
+
+
+def _shrink(x: JaxValue, bias: float, lambd: float) -> JaxValue:
+    if not is_float(x):  # NumPy computes an integer x against float attributes in float64
+        x = x.astype(jnp.float64)
+    zero = jnp.zeros((), x.dtype)
+    return jnp.where(x < -lambd, x + bias, jnp.where(x > lambd, x - bias, zero))
+
+
+# Each takes ctx, the widened inputs and the node's attributes by name (as the reference's
+# _FUNCTIONS do); the result is cast to the output type by _result.
+_FUNCTIONS: dict[str, Callable[..., JaxValue]] = {
+    "Acos": lambda c, x: jnp.arccos(x),
+    "Acosh": lambda c, x: jnp.arccosh(x),
+    "Asin": lambda c, x: jnp.arcsin(x),
+    "Asinh": lambda c, x: jnp.arcsinh(x),
+    "Atan": lambda c, x: jnp.arctan(x),
+    "Atanh": lambda c, x: jnp.arctanh(x),
+    "Cos": lambda c, x: jnp.cos(x),
+    "Cosh": lambda c, x: jnp.cosh(x),
+    "Sin": lambda c, x: jnp.sin(x),
+    "Sinh": lambda c, x: jnp.sinh(x),
+    "Tan": lambda c, x: jnp.tan(x),
+    "Erf": lambda c, x: _erf64(x),
+    "Floor": lambda c, x: jnp.floor(x),
+    "Ceil": lambda c, x: jnp.ceil(x),
+    "Round": lambda c, x: jnp.round(x),  # halves to even
+    "Sign": lambda c, x: jnp.sign(x),
+    "Reciprocal": lambda c, x: 1 / x,
+    "IsNaN": lambda c, x: jnp.isnan(x),
+    "IsInf": lambda c, x, **a: _is_inf(x, **a),
+    "Softplus": lambda c, x: _softplus(x),
+    "Softsign": lambda c, x: x / (1 + jnp.abs(x)),
+    "Elu": lambda c, x, alpha: _elu(x, alpha),
+    "Selu": lambda c, x, alpha, gamma: gamma * _elu(x, alpha),
+    "Celu": lambda c, x, alpha: (
+        jnp.maximum(x, 0) + jnp.minimum(0, c.round_product(alpha * jnp.expm1(x / alpha)))
+    ),
+    "LeakyRelu": lambda c, x, alpha: jnp.where(x >= 0, x, alpha * x),
+    "ThresholdedRelu": lambda c, x, alpha: jnp.where(x > alpha, x, jnp.zeros((), x.dtype)),
+    "HardSigmoid": lambda c, x, alpha, beta: _hard_sigmoid(c, x, alpha, beta),
+    "HardSwish": lambda c, x: x * _hard_sigmoid(c, x, 1 / 6, 0.5),
+    "Mish": lambda c, x: x * jnp.tanh(_softplus(x)),
+    "Gelu": lambda c, x, approximate: _gelu(c, x, approximate),
+    "Swish": lambda c, x, alpha: x / (1 + jnp.exp(-alpha * x)),
+    "Shrink": lambda c, x, bias, lambd: _shrink(x, bias, lambd),
+    "BitwiseNot": lambda c, x: jnp.invert(x),
+    "BitwiseAnd": lambda c, a, b: jnp.bitwise_and(a, b),
+    "BitwiseOr": lambda c, a, b: jnp.bitwise_or(a, b),
+    "BitwiseXor": lambda c, a, b: jnp.bitwise_xor(a, b),
+    "BitShift": lambda c, x, y, direction: _bit_shift(x, y, direction),
+    "Sum": lambda c, *xs: functools.reduce(jnp.add, xs),
+    "Mean": lambda c, *xs: functools.reduce(jnp.add, xs) / len(xs),
+}
+
+
+def _hard_sigmoid(ctx: LowerContext, x: JaxValue, alpha: float, beta: float) -> JaxValue:
+    return jnp.clip(ctx.round_product(alpha * x) + beta, 0, 1)
+
+
+def _gelu(ctx: LowerContext, x: JaxValue, approximate: str) -> JaxValue:
+    if approximate == "tanh":
+        inner = math.sqrt(2 / math.pi) * (x + ctx.round_product(0.044715 * x**3))
+        return 0.5 * x * (1 + jnp.tanh(inner))
+    if approximate != "none":
+        raise ValueError(f"approximate={approximate!r}")
+    return 0.5 * x * (1 + _erf64(x / math.sqrt(2)))  # float64, as the reference's erf
+
+
+# Ops whose answer on a subnormal input differs from the answer on zero by more than rounding.
+_NEAR_ZERO = frozenset({"Floor", "Ceil", "Sign", "Reciprocal", "Shrink"})
+
+
+def _function(fn: Callable[..., JaxValue], name: str) -> Callable[..., list[JaxValue]]:
+    def lower(ctx: LowerContext, node: Node, attrs: Attrs, *xs: JaxValue) -> list[JaxValue]:
+        wide = [widen(x) for x in xs]
+        if name in _NEAR_ZERO:
+            _deopt_on_subnormal(ctx, node, *wide)
+        return [_result(ctx, node, fn(ctx, *wide, **attrs))]
+
+    return lower
+
+
+for _name, _fn in _FUNCTIONS.items():
+    lowers(_name)(_function(_fn, _name))
+
+
+@lowers("Mod")
+def _mod(ctx: LowerContext, node: Node, attrs: Attrs, a: JaxValue, b: JaxValue) -> list[JaxValue]:
+    a, b = jnp.broadcast_arrays(widen(a), widen(b))
+    _deopt_on_subnormal(ctx, node, a, b)
+    if not is_float(a):
+        ctx.deopt_unless(b != 0, node)  # the reference names the modulo by zero
+        b = jnp.where(b == 0, jnp.ones((), b.dtype), b)
+    if attrs["fmod"]:
+        return [_result(ctx, node, lax.rem(a, b))]  # C's fmod and %: the dividend's sign
+    y = jnp.remainder(a, b)  # the divisor's sign, as np.mod
+    if is_float(a):  # NumPy gives a zero remainder the divisor's sign too
+        y = jnp.where(y == 0, jnp.copysign(jnp.zeros((), y.dtype), b), y)
+    return [_result(ctx, node, y)]
+
+
+@lowers("Pow")
+def _pow(ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, y: JaxValue) -> list[JaxValue]:
+    if is_float(x) or is_float(y):
+        _deopt_on_subnormal(ctx, node, widen(x), widen(y))
+        real = jnp.power(x.astype(jnp.float64), y.astype(jnp.float64))
+        if not is_float(x):  # the reference fails on a non-finite integer result
+            ctx.deopt_unless(jnp.isfinite(real), node)
+        return [_result(ctx, node, real)]
+    # Integer ** integer: exact (wrapping) for exponents >= 0; below 0 only |x| = 1 is non-zero.
+    wide = jnp.int64 if jnp.issubdtype(x.dtype, jnp.signedinteger) else jnp.uint64
+    negative = y < 0
+    ctx.deopt_unless(~(negative & (x == 0)), node)  # 0 to a negative power fails
+    exponent = jnp.where(negative, jnp.zeros((), y.dtype), y).astype(wide)
+    if wide == jnp.int64:  # a uint64 exponent past int64's range: NumPy refuses it
+        ctx.deopt_unless(exponent >= 0, node)
+    powered = jnp.power(x.astype(wide), jnp.maximum(exponent, 0))
+    odd = (y % 2) != 0
+    one = jnp.ones((), wide)
+    minus = jnp.where(odd, -one, one)
+    reciprocal = jnp.where(x == 1, one, jnp.where(x == -1, minus, jnp.zeros((), wide)))
+    return [jnp.where(negative, reciprocal, powered)]
+
+
+@lowers("Clip")
+def _clip(
+    ctx: LowerContext,
+    node: Node,
+    attrs: Attrs,
+    x: JaxValue,
+    lo: JaxValue = None,
+    hi: JaxValue = None,
+) -> list[JaxValue]:
+    y = widen(x)
+    if lo is not None:
+        y = jnp.maximum(y, _one(widen(lo), "min"))
+    if hi is not None:
+        y = jnp.minimum(y, _one(widen(hi), "max"))
+    return [y]
+
+
+@lowers("PRelu")
+def _prelu(
+    ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue, slope: JaxValue
+) -> list[JaxValue]:
+    x, s = widen(data), widen(slope)
+    if np.broadcast_shapes(x.shape, s.shape) != x.shape:
+        raise ValueError(f"slope of shape {list(s.shape)} does not broadcast to {list(x.shape)}")
+    return [jnp.where(x < 0, x * s, x)]
+
+
+# -- along one axis ---------------------------------------------------------------------------
+def _softmax_parts(x: JaxValue, axis: int) -> tuple[JaxValue, JaxValue]:
+    """``x`` less its maximum along ``axis`` (NaN where all are -inf), and that's exp."""
+    shifted = x - jnp.max(x, axis=axis, keepdims=True, initial=-jnp.inf)
+    e = jnp.exp(shifted)
+    return shifted, e
+
+
+@lowers("Softmax")
+def _softmax(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
+    x = widen(data)
+    axis = _axis(attrs["axis"], x.ndim)
+    _, e = _softmax_parts(x, axis)
+    return [e / jnp.sum(e, axis=axis, keepdims=True)]
+
+
+@lowers("LogSoftmax")
+def _log_softmax(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
+    x = widen(data)
+    axis = _axis(attrs["axis"], x.ndim)
+    shifted, e = _softmax_parts(x, axis)
+    return [shifted - jnp.log(jnp.sum(e, axis=axis, keepdims=True))]
+
+
+@lowers("Hardmax")
+def _hardmax(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
+    x = widen(data)
+    axis = _axis(attrs["axis"], x.ndim)
+    _deopt_on_subnormal(ctx, node, x)  # flushed to zero, they would tie
+    if x.size == 0:
+        return [jnp.zeros(x.shape, data.dtype)]
+    first = jnp.argmax(x, axis=axis, keepdims=True)
+    positions = lax.broadcasted_iota(first.dtype, x.shape, axis)
+    return [(positions == first).astype(data.dtype)]
+
+
+@lowers("ArgMax", "ArgMin")
+def _arg_extreme(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
+    x = widen(data)
+    _deopt_on_subnormal(ctx, node, x)  # flushed to zero, they would tie
+    find = jnp.argmax if node.op == "ArgMax" else jnp.argmin
+    axis = _axis(attrs["axis"], x.ndim)
+    n = x.shape[axis]
+    if n == 0:
+        raise ValueError(f"axis {axis} of shape {list(x.shape)} is empty")
+    if attrs["select_last_index"]:
+        index = n - 1 - find(jnp.flip(x, axis), axis=axis, keepdims=True)
+    else:
+        index = find(x, axis=axis, keepdims=True)
+    return [(index if attrs["keepdims"] else jnp.squeeze(index, axis)).astype(jnp.int64)]
+
+
+def _running(accumulate: Callable[..., JaxValue], identity: int) -> Callable[..., list[JaxValue]]:
+    """CumSum (``jnp.cumsum``) or CumProd (``jnp.cumprod``) along the constant axis input;
+    floats accumulate in float64 and round once, integers wrap as in their own type."""
+
+    def lower(
+        ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, axis: JaxValue
+    ) -> list[JaxValue]:
+        ax = _axis(_scalar_constant(node, 1, "axis"), x.ndim)
+        y = jnp.moveaxis(x, ax, -1)
+        if attrs["reverse"]:
+            y = jnp.flip(y, -1)
+        totals = accumulate(y, axis=-1, dtype=_accumulator(x))
+        if attrs["exclusive"]:
+            first = jnp.full_like(totals[..., :1], identity)
+            totals = jnp.concatenate([first, totals[..., :-1]], axis=-1)
+        if attrs["reverse"]:
+            totals = jnp.flip(totals, -1)
+        return [jnp.moveaxis(totals, -1, ax)]
+
+    return lower
+
+
+lowers("CumSum", check=needs_constant(1))(_running(jnp.cumsum, 0))
+lowers("CumProd", check=needs_constant(1))(_running(jnp.cumprod, 1))
+
+
+# -- the Reduce* family -----------------------------------------------------------------------
+Axes = tuple[int, ...]
+
+
+def _extreme(x: JaxValue, lowest: bool) -> Any:
+    """The identity of max (lowest) or min (highest): what an empty reduction yields."""
+    if is_float(x):
+        value: Any = -np.inf if lowest else np.inf
+    elif x.dtype == jnp.bool_:
+        value = not lowest
+    else:
+        info = np.iinfo(x.dtype)
+        value = info.min if lowest else info.max
+    return np.asarray(value, x.dtype)
+
+
+def _mean(ctx: LowerContext, x: JaxValue, axes: Axes) -> JaxValue:
+    count = math.prod(x.shape[a] for a in axes)
+    total = jnp.sum(x, axes, dtype=_accumulator(x), keepdims=True)
+    if is_float(x):
+        return total / count  # an empty mean is 0/0 = NaN
+    if count == 0:
+        if total.size == 0:
+            return total
+        raise ValueError("ReduceMean over an empty set of integers has no value")
+    return lax.div(total, jnp.full_like(total, count))  # truncates toward zero
+
+
+def _log_sum_exp(ctx: LowerContext, x: JaxValue, axes: Axes) -> JaxValue:
+    top = jnp.max(x, axes, keepdims=True, initial=-jnp.inf)
+    shift = jnp.where(jnp.isfinite(top), top, jnp.zeros((), top.dtype))
+    return jnp.log(jnp.sum(jnp.exp(x - shift), axes, jnp.float64, keepdims=True)) + shift
+
+
+def _sum_square(ctx: LowerContext, x: JaxValue, axes: Axes) -> JaxValue:
+    # Integer squares wrap in the narrow type, as the reference's do.
+    return jnp.sum(ctx.round_product(x * x), axes, _accumulator(x), keepdims=True)
+
+
+_REDUCERS: dict[str, Callable[[LowerContext, JaxValue, Axes], JaxValue]] = {
+    "ReduceSum": lambda c, x, axes: jnp.sum(x, axes, _accumulator(x), keepdims=True),
+    "ReduceMean": _mean,
+    "ReduceMax": lambda c, x, axes: jnp.max(x, axes, keepdims=True, initial=_extreme(x, True)),
+    "ReduceMin": lambda c, x, axes: jnp.min(x, axes, keepdims=True, initial=_extreme(x, False)),
+    "ReduceProd": lambda c, x, axes: jnp.prod(x, axes, _accumulator(x), keepdims=True),
+    "ReduceL1": lambda c, x, axes: jnp.sum(jnp.abs(x), axes, _accumulator(x), keepdims=True),
+    "ReduceL2": lambda c, x, axes: jnp.sqrt(_sum_square(c, x, axes).astype(jnp.float64)),
+    "ReduceSumSquare": _sum_square,
+    "ReduceLogSum": lambda c, x, axes: jnp.log(jnp.sum(x, axes, jnp.float64, keepdims=True)),
+    "ReduceLogSumExp": _log_sum_exp,
+}
+
+
+def _reduction(
+    fn: Callable[[LowerContext, JaxValue, Axes], JaxValue],
+) -> Callable[..., list[JaxValue]]:
+    def lower(
+        ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue, axes: JaxValue = None
+    ) -> list[JaxValue]:
+        x = widen(data)
+        listed = [] if axes is None else [int(a) for a in _constant(node, 1).reshape(-1)]
+        everything = () if attrs["noop_with_empty_axes"] else tuple(range(x.ndim))
+        chosen = tuple(normalize_axes(listed, x.ndim)) if listed else everything
+        y = fn(ctx, x, chosen)
+        if not attrs["keepdims"]:
+            y = y.reshape([d for i, d in enumerate(y.shape) if i not in chosen])
+        return [_result(ctx, node, y)]
+
+    return lower
+
+
+for _name, _fn in _REDUCERS.items():
+    lowers(_name, check=needs_constant(1))(_reduction(_fn))
+
+
+# -- matrices ---------------------------------------------------------------------------------
+@lowers("Einsum")
+def _einsum(ctx: LowerContext, node: Node, attrs: Attrs, *xs: JaxValue) -> list[JaxValue]:
+    def error(message: str) -> ValueError:
+        return ValueError(message)
+
+    terms, output = parse_einsum(attrs["equation"], len(xs), error)
+    operands = [widen(x) for x in xs]
+    dtype = operands[0].dtype
+    spec = ",".join(terms) + "->" + output
+    if _is_int(dtype):
+        return [jnp.einsum(spec, *operands, preferred_element_type=dtype)]
+    return [jnp.einsum(spec, *operands, precision=lax.Precision.HIGHEST)]
+
+
+@lowers("Trilu")
+def _trilu(
+    ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, k: JaxValue = None
+) -> list[JaxValue]:
+    if x.ndim < 2:
+        raise ValueError(f"expected [*, N, M] matrices, got shape {list(x.shape)}")
+    diagonal = jnp.int64(0) if k is None else _one(k, "k").astype(jnp.int64)
+    rows, cols = x.shape[-2:]
+    offset = jnp.arange(cols, dtype=jnp.int64) - jnp.arange(rows, dtype=jnp.int64)[:, None]
+    keep = offset >= diagonal if attrs["upper"] else offset <= diagonal
+    return [jnp.where(keep, x, jnp.zeros((), x.dtype))]
+
+
+@lowers("Det")
+def _det(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
+    x = widen(data)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"expected [*, M, M] matrices, got shape {list(x.shape)}")
+    if x.shape[-1] == 0:  # the empty product
+        return [jnp.ones(x.shape[:-2], x.dtype)]
+    return [jnp.linalg.det(x)]
+
+
+__all__: list[str] = []
