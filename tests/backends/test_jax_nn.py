@@ -349,3 +349,25 @@ def test_typical_model_runs_on_xla() -> None:
     placed = model.placement(args)
     assert all(p.device == "xla" for p in placed), placed
     assert_same_outputs(model.run(args, backend="jax"), model.run(args, backend="reference"), "net")
+
+
+ATTENTION_CASES: list[dict[str, Any]] = [
+    {},
+    {"is_causal": 1, "scale": 0.3},
+    {"softcap": 2.0, "qk_matmul_output_mode": 1},
+    {"left_window_size": 1, "right_window_size": 0, "qk_matmul_output_mode": 3},
+    {"softmax_precision": tl.DType.float64, "qk_matmul_output_mode": 2},
+]
+
+
+@pytest.mark.parametrize("attrs", ATTENTION_CASES)
+def test_attention(attrs: dict[str, Any]) -> None:
+    q, k, v = rand((2, 4, 3, 8)), rand((2, 2, 5, 8), seed=1), rand((2, 2, 5, 6), seed=2)
+    agree("Attention", [q, k, v], attrs)
+    mask = rand((3, 4), seed=3)
+    past = rand((2, 2, 2, 8), seed=4), rand((2, 2, 2, 6), seed=5)
+    agree("Attention", [q, k, v, mask, *past], attrs)
+    bool_mask = rand((2, 1, 3, 5), seed=6) > 0
+    agree("Attention", [q, k, v, bool_mask, None, None, np.array([5, 3])], attrs)
+    packed = [rand((2, 3, 16)), rand((2, 5, 8), seed=1), rand((2, 5, 8), seed=2)]
+    agree("Attention", packed, {**attrs, "q_num_heads": 4, "kv_num_heads": 2})

@@ -626,4 +626,103 @@ def _rotary_embedding(
     return [ys.transpose(0, 2, 1, 3) if x.ndim == 4 else ys.reshape(x.shape)]
 
 
+def _attention_check(node: Node, attrs: Attrs) -> str | None:
+    types = [_input_type(node, 0).dtype, attrs["softmax_precision"]]
+    if any(t not in (None, DType.float32, DType.float64) for t in types):
+        return "Attention in a narrow float rounds as NumPy's narrow matmul and softmax do"
+    return None
+
+
+def _grouped_matmul(a: JaxValue, b: JaxValue) -> JaxValue:
+    """a [B, Hq, S, X] @ b [B, Hkv, X, Y] with each kv head shared by Hq / Hkv query heads."""
+    bsz, hq = a.shape[:2]
+    hkv = b.shape[1]
+    if hkv <= 0 or hq % hkv:
+        raise ValueError(f"query heads ({hq}) are not a multiple of kv heads ({hkv})")
+    g = a.reshape(bsz, hkv, hq // hkv, *a.shape[2:])
+    y = jnp.matmul(g, b[:, :, None], precision=HIGHEST)
+    return y.reshape(bsz, hq, *y.shape[3:])
+
+
+@lowers("Attention", check=_attention_check)
+def _attention(
+    ctx: LowerContext,
+    node: Node,
+    attrs: Attrs,
+    q: Any,
+    k: Any,
+    v: Any,
+    mask: Any = None,
+    past_k: Any = None,
+    past_v: Any = None,
+    nonpad: Any = None,
+) -> list[Any]:
+    packed = q.ndim == 3
+    if packed:
+        q4 = _split_heads(q, attrs["q_num_heads"])
+        k4, v4 = (_split_heads(t, attrs["kv_num_heads"]) for t in (k, v))
+    else:
+        q4, k4, v4 = q, k, v
+    present_k = k4 if past_k is None else jnp.concatenate([past_k, k4], axis=2)
+    present_v = v4 if past_v is None else jnp.concatenate([past_v, v4], axis=2)
+    ct = q.dtype
+    sq, total = q4.shape[2], present_k.shape[2]
+    scale = attrs["scale"]
+    root = np.asarray(np.sqrt(1 / np.sqrt(q4.shape[3]) if scale is None else scale), ct)
+    if past_k is not None:
+        offset = jnp.full((1,), past_k.shape[2], jnp.int64)
+    elif nonpad is not None:
+        offset = nonpad.astype(jnp.int64) - sq
+    else:
+        offset = jnp.zeros((1,), jnp.int64)
+    additive = jnp.zeros((1, 1, 1, 1), ct)
+    allowed = jnp.ones((1, 1, 1, 1), bool)
+    if mask is not None:
+        short = total - mask.shape[-1]
+        if short < 0:
+            raise ValueError(f"attn_mask's last dim {mask.shape[-1]} exceeds the {total} keys")
+        boolean = mask.dtype == jnp.bool_
+        widths = [(0, 0)] * (mask.ndim - 1) + [(0, short)]
+        padded = jnp.pad(
+            mask if boolean else mask.astype(ct),
+            widths,
+            constant_values=False if boolean else -np.inf,
+        )
+        padded = padded.reshape((1,) * (4 - mask.ndim) + padded.shape)
+        if boolean:
+            allowed = padded
+        else:
+            additive = padded
+    query = jnp.arange(sq, dtype=jnp.int64).reshape(1, 1, sq, 1) + offset.reshape(-1, 1, 1, 1)
+    key = jnp.arange(total, dtype=jnp.int64).reshape(1, 1, 1, total)
+    if attrs["is_causal"]:
+        allowed = allowed & (key <= query)
+    left, right = attrs["left_window_size"], attrs["right_window_size"]
+    if left >= 0:
+        allowed = allowed & (query - key <= left)
+    if right >= 0:
+        allowed = allowed & (key - query <= right)
+    if nonpad is not None:
+        allowed = allowed & (key < nonpad.astype(jnp.int64).reshape(-1, 1, 1, 1))
+    blind = jnp.all(~allowed | jnp.isneginf(additive), axis=-1, keepdims=True)
+    raw = _grouped_matmul(q4.astype(ct) * root, (present_k.astype(ct) * root).swapaxes(-1, -2))
+    cap = attrs["softcap"]
+    capped = cap * jnp.tanh(raw / np.asarray(cap, ct)) if cap > 0 else raw
+    biased = jnp.where(allowed, capped + additive, -jnp.inf).astype(ct)
+    precision = attrs["softmax_precision"]
+    x = biased.astype(ct if precision is None else precision.numpy)
+    top = jnp.max(x, axis=-1, keepdims=True)
+    e = jnp.exp(x - jnp.where(jnp.isneginf(top), jnp.zeros((), x.dtype), top))
+    den = jnp.sum(e, axis=-1, keepdims=True)
+    probs = e / jnp.where(den == 0, jnp.ones((), x.dtype), den)
+    weights = jnp.where(blind, jnp.zeros((), probs.dtype), probs).astype(ct)
+    y = _grouped_matmul(weights, present_v.astype(ct)).astype(ct)
+    if packed:
+        b_, h_, s_, d_ = y.shape
+        y = y.transpose(0, 2, 1, 3).reshape(b_, s_, h_ * d_)
+    qk = (raw, capped, biased, weights)[attrs["qk_matmul_output_mode"]]
+    outs = [y, present_k, present_v, qk.astype(ct)]
+    return outs[: len(node.outputs)]
+
+
 __all__: list[str] = []
