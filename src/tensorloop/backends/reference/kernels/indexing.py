@@ -46,7 +46,8 @@ def _scattered(ctx: KernelContext, data: Any, index: tuple[Any, ...], updates: A
     if reduction == "none":
         out[index] = upd
     else:
-        _REDUCE_AT[reduction].at(out, index, upd)
+        with np.errstate(invalid="ignore"):  # a NaN update is a NaN result, not a fault
+            _REDUCE_AT[reduction].at(out, index, upd)
     return out.astype(x.dtype)
 
 

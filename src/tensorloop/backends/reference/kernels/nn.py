@@ -342,7 +342,13 @@ def global_pool(ctx: KernelContext, data: Any) -> Array:
     x = widen(data)
     if x.ndim < 2:
         raise fail(ctx, f"X of shape {list(x.shape)}: expected (N, C, ...)")
-    y = _GLOBAL[ctx.node.op](ctx, x, tuple(range(2, x.ndim)))
+    axes = tuple(range(2, x.ndim))
+    if ctx.node.op == "GlobalAveragePool" and any(x.shape[a] == 0 for a in axes):
+        # the mean of nothing: NaN, as the spec's ReduceMean has it (NumPy would warn)
+        return np.full(tuple(1 if a in axes else d for a, d in enumerate(x.shape)), np.nan).astype(
+            np.asarray(data).dtype
+        )
+    y = _GLOBAL[ctx.node.op](ctx, x, axes)
     return np.asarray(y).astype(np.asarray(data).dtype)
 
 
