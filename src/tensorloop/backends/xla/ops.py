@@ -30,6 +30,26 @@ def is_float(x: JaxValue) -> bool:
     return bool(jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating))
 
 
+_BITS = {
+    np.dtype(np.float32): (jnp.uint32, 0x7F800000),
+    np.dtype(np.float64): (jnp.uint64, 0x7FF << 52),
+}
+
+
+def deopt_on_subnormal(ctx: LowerContext, node: Node, *xs: JaxValue) -> None:
+    """XLA's CPU runtime flushes subnormal floats to zero (inputs and results): where that
+    changes an answer by more than a rounding (a floor, a sign, a remainder, an index), an
+    island given one deoptimizes. Narrow floats are checked once widened to float32."""
+    for x in xs:
+        bits = _BITS.get(np.dtype(x.dtype)) if x is not None else None
+        if bits is None:
+            continue
+        uint, exponent = bits
+        raw = lax.bitcast_convert_type(x, uint)
+        magnitude = raw & ~(np.array(1, uint) << (8 * x.dtype.itemsize - 1))
+        ctx.deopt_unless((magnitude == 0) | ((raw & np.array(exponent, uint)) != 0), node)
+
+
 def _same_type(fn: Callable[..., JaxValue]) -> Callable[..., list[JaxValue]]:
     def lower(ctx: LowerContext, node: Node, attrs: dict[str, Any], *xs: JaxValue) -> list[Any]:
         dtype = jnp.asarray(xs[0]).dtype
@@ -43,6 +63,22 @@ def _to_bool(fn: Callable[..., JaxValue]) -> Callable[..., list[JaxValue]]:
         return [jnp.asarray(fn(*map(widen, xs))).astype(bool)]
 
     return lower
+
+
+def _log(x: JaxValue) -> JaxValue:
+    """log, subnormal inputs included: XLA runs with denormals-are-zero, so its log takes them
+    for 0 (-inf) where NumPy's does not. A positive subnormal is ``bits * 2**-k`` for its bit
+    pattern read as an integer (k = 1074 for float64, 149 for float32), so its log is
+    ``log(bits) - k log 2``, computed on the integer, which no flushing touches."""
+    if x.dtype not in (jnp.float32, jnp.float64):
+        return jnp.log(x)
+    wide = x.dtype == jnp.float64
+    ints, k = (jnp.int64, 1074) if wide else (jnp.int32, 149)
+    bits = lax.bitcast_convert_type(x, ints)
+    smallest_normal = np.asarray(np.finfo(x.dtype).smallest_normal).view(ints).item()
+    subnormal = (bits > 0) & (bits < smallest_normal)
+    scaled = jnp.log(bits.astype(x.dtype)) - jnp.asarray(k * np.log(2), x.dtype)
+    return jnp.where(subnormal, scaled, jnp.log(x))
 
 
 def _sigmoid(x: JaxValue) -> JaxValue:
@@ -59,7 +95,7 @@ _SAME_TYPE: dict[str, Callable[..., JaxValue]] = {
     "Relu": lambda x: jnp.maximum(x, jnp.zeros((), x.dtype)),
     "Sqrt": jnp.sqrt,
     "Exp": jnp.exp,
-    "Log": jnp.log,
+    "Log": lambda x: _log(x),
     "Sigmoid": _sigmoid,
     "Tanh": jnp.tanh,
 }
@@ -91,6 +127,7 @@ def _div(ctx: LowerContext, node: Node, attrs: dict[str, Any], a: Any, b: Any) -
     dtype = jnp.asarray(a).dtype
     a, b = widen(a), widen(b)
     if is_float(a):
+        deopt_on_subnormal(ctx, node, b)  # x / subnormal is finite; XLA divides by zero
         return [(a / b).astype(dtype)]
     ctx.deopt_unless(b != 0, node)  # the reference names the division by zero
     safe = jnp.where(b == 0, jnp.ones((), b.dtype), b)
@@ -143,4 +180,4 @@ def _gemm(
 
 from . import ops_math, ops_nn, ops_shape  # noqa: E402  (each family registers its lowerings)
 
-__all__ = ["NARROW", "is_float", "ops_math", "ops_nn", "ops_shape", "widen"]
+__all__ = ["NARROW", "deopt_on_subnormal", "is_float", "ops_math", "ops_nn", "ops_shape", "widen"]

@@ -22,7 +22,7 @@ from ...ops.common import normalize_axes
 from ...ops.math import parse_einsum
 from ...tensor.types import normalize_axis
 from .lowering import JaxValue, LowerContext, lowers, needs_constant
-from .ops import NARROW, is_float, widen
+from .ops import NARROW, deopt_on_subnormal, is_float, widen
 
 Attrs = dict[str, Any]
 
@@ -54,26 +54,6 @@ def _result(ctx: LowerContext, node: Node, y: JaxValue, k: int = 0) -> JaxValue:
     if is_float(y) and _is_int(dtype):
         return _float_to_int(ctx, node, y, dtype)
     return y.astype(dtype)
-
-
-_BITS = {
-    np.dtype(np.float32): (jnp.uint32, 0x7F800000),
-    np.dtype(np.float64): (jnp.uint64, 0x7FF << 52),
-}
-
-
-def _deopt_on_subnormal(ctx: LowerContext, node: Node, *xs: JaxValue) -> None:
-    """XLA's CPU runtime flushes subnormal floats to zero (inputs and results): where that
-    changes an answer by more than a rounding (a floor, a sign, a remainder, an index), an
-    island given one deoptimizes. Narrow floats are checked once widened to float32."""
-    for x in xs:
-        bits = _BITS.get(np.dtype(x.dtype)) if x is not None else None
-        if bits is None:
-            continue
-        uint, exponent = bits
-        raw = lax.bitcast_convert_type(x, uint)
-        magnitude = raw & ~(np.array(1, uint) << (8 * x.dtype.itemsize - 1))
-        ctx.deopt_unless((magnitude == 0) | ((raw & np.array(exponent, uint)) != 0), node)
 
 
 def _accumulator(x: JaxValue) -> Any:
@@ -132,7 +112,7 @@ def _convert(ctx: LowerContext, node: Node, x: JaxValue) -> JaxValue:
     to = _out_dtype(node)
     if x.dtype == to:
         return x
-    _deopt_on_subnormal(ctx, node, widen(x))
+    deopt_on_subnormal(ctx, node, widen(x))
     if to == np.bool_:
         return x != 0  # NaN is nonzero
     if _is_int(to):
@@ -259,7 +239,7 @@ def _function(fn: Callable[..., JaxValue], name: str) -> Callable[..., list[JaxV
     def lower(ctx: LowerContext, node: Node, attrs: Attrs, *xs: JaxValue) -> list[JaxValue]:
         wide = [widen(x) for x in xs]
         if name in _NEAR_ZERO:
-            _deopt_on_subnormal(ctx, node, *wide)
+            deopt_on_subnormal(ctx, node, *wide)
         return [_result(ctx, node, fn(ctx, *wide, **attrs))]
 
     return lower
@@ -272,7 +252,7 @@ for _name, _fn in _FUNCTIONS.items():
 @lowers("Mod")
 def _mod(ctx: LowerContext, node: Node, attrs: Attrs, a: JaxValue, b: JaxValue) -> list[JaxValue]:
     a, b = jnp.broadcast_arrays(widen(a), widen(b))
-    _deopt_on_subnormal(ctx, node, a, b)
+    deopt_on_subnormal(ctx, node, a, b)
     if not is_float(a):
         ctx.deopt_unless(b != 0, node)  # the reference names the modulo by zero
         b = jnp.where(b == 0, jnp.ones((), b.dtype), b)
@@ -287,7 +267,7 @@ def _mod(ctx: LowerContext, node: Node, attrs: Attrs, a: JaxValue, b: JaxValue) 
 @lowers("Pow")
 def _pow(ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, y: JaxValue) -> list[JaxValue]:
     if is_float(x) or is_float(y):
-        _deopt_on_subnormal(ctx, node, widen(x), widen(y))
+        deopt_on_subnormal(ctx, node, widen(x), widen(y))
         real = jnp.power(x.astype(jnp.float64), y.astype(jnp.float64))
         if not is_float(x):  # the reference fails on a non-finite integer result
             ctx.deopt_unless(jnp.isfinite(real), node)
@@ -362,7 +342,7 @@ def _log_softmax(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) ->
 def _hardmax(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
     x = widen(data)
     axis = _axis(attrs["axis"], x.ndim)
-    _deopt_on_subnormal(ctx, node, x)  # flushed to zero, they would tie
+    deopt_on_subnormal(ctx, node, x)  # flushed to zero, they would tie
     if x.size == 0:
         return [jnp.zeros(x.shape, data.dtype)]
     first = jnp.argmax(x, axis=axis, keepdims=True)
@@ -373,7 +353,7 @@ def _hardmax(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> lis
 @lowers("ArgMax", "ArgMin")
 def _arg_extreme(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
     x = widen(data)
-    _deopt_on_subnormal(ctx, node, x)  # flushed to zero, they would tie
+    deopt_on_subnormal(ctx, node, x)  # flushed to zero, they would tie
     find = jnp.argmax if node.op == "ArgMax" else jnp.argmin
     axis = _axis(attrs["axis"], x.ndim)
     n = x.shape[axis]

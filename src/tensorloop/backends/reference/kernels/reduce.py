@@ -49,8 +49,11 @@ def _log_sum_exp(ctx: KernelContext, x: Array, axes: tuple[int, ...]) -> Array:
 
 
 def _sum_square(x: Array, axes: tuple[int, ...]) -> Array:
-    # Integer squares may wrap in the narrow type: the sum wraps to the same value either way.
-    return np.sum(x * x, axes, _accumulator(x), keepdims=True)  # type: ignore[no-any-return]
+    # Integer squares may wrap in the narrow type: the sum wraps to the same value either way;
+    # a float square past the type's range is inf, as in the type's own arithmetic.
+    with np.errstate(over="ignore"):
+        squares = x * x
+    return np.sum(squares, axes, _accumulator(x), keepdims=True)  # type: ignore[no-any-return]
 
 
 _REDUCERS: dict[str, Callable[[KernelContext, Array, tuple[int, ...]], Array]] = {
