@@ -396,16 +396,45 @@ def _gpus() -> list[Any]:
         return []
 
 
+def _big_rnn() -> tl.Model:
+    """An RNN whose per-step values (16 x 512 floats) are too large for the small-loop rule."""
+    rng = np.random.default_rng(4)
+    xs = tl.placeholder(F32, ["T", 16, 64], name="xs")
+    w = tl.constant((rng.standard_normal((64, 512)) * 0.1).astype(np.float32))
+    u = tl.constant((rng.standard_normal((512, 512)) * 0.05).astype(np.float32))
+
+    def step(h: Any, x: Any) -> tuple[Any, Any]:
+        h = tl.tanh(x @ w + h @ u)
+        return h, h
+
+    last, hs = tl.scan(step, tl.constant(np.zeros((16, 512), np.float32)), xs)
+    return tl.Model({"h": last, "hs": hs})
+
+
+def test_loops_over_small_values_are_placed_on_the_cpu() -> None:
+    """A GPU pays microseconds per loop iteration; a loop over a few scalars runs on the host."""
+    cpu = jax.devices("cpu")[0]
+    small = _plan(_while_model(), {"x0": np.float32(0), "limit": np.float32(10)})
+    assert small.steps[0][1].device == cpu
+    xs = np.zeros((3, 16, 64), np.float32)
+    big = _plan(_big_rnn(), {"xs": xs})
+    assert big.steps[0][1].device == jax.devices()[0]  # the GPU, where there is one
+    default = _while_model()
+    plan = default.compile(
+        {"x0": np.float32(0), "limit": np.float32(10)},
+        backend=xla.JaxBackend(xla.Options(device="default")),
+    )
+    assert plan.steps[0][1].device == jax.devices()[0]
+
+
 @pytest.mark.skipif(not _gpus(), reason="no GPU visible to JAX (CI has none)")
 def test_on_a_gpu_the_whole_loop_runs_on_the_device() -> None:
-    model = _rnn()
-    xs = np.random.default_rng(0).standard_normal((50, 4)).astype(np.float32)
+    model = _big_rnn()
+    xs = np.random.default_rng(0).standard_normal((50, 16, 64)).astype(np.float32)
     plan = _plan(model, {"xs": xs})
     (island, step) = plan.steps[0]
-    assert island.device == "xla"
-    text = step.compiled.as_text()
-    assert "while" in text or "scan" in text.lower()
-    assert jax.default_backend() == "gpu"
-    assert_same_outputs(
-        model.run({"xs": xs}, backend="jax"), model.run({"xs": xs}, backend="reference"), "gpu"
-    )
+    assert island.device == "xla" and step.device.platform == "gpu"
+    assert "while" in step.compiled.as_text()  # the scan is one loop inside the program
+    got = model.run({"xs": xs}, backend="jax")
+    want = model.run({"xs": xs}, backend="reference")
+    assert_same_outputs(got, want, "gpu")

@@ -16,6 +16,7 @@ backend, which records every iteration on the host.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -88,8 +89,9 @@ class XlaIsland:
         self.island = island
         self.options = options
         self.capacities = capacities
+        self.device = self._device()
         self.operand_values = _large_constants(island)
-        self.operands = [jax.device_put(v.constant) for v in self.operand_values]
+        self.operands = [jax.device_put(v.constant, self.device) for v in self.operand_values]
         self.faults: list[Fault] = []
         self.stacks: dict[int, Any] = {}
         started = time.perf_counter()
@@ -126,6 +128,14 @@ class XlaIsland:
 
         return fn
 
+    def _device(self) -> Any:
+        """Where the island runs (see ``Options.device``)."""
+        cpu = jax.devices("cpu")[0]
+        choice = self.options.device
+        if choice == "cpu" or (choice == "auto" and _small_loops(self.island)):
+            return cpu
+        return jax.devices()[0]
+
     def _compile(self) -> Any:
         def spec(v: Value) -> Any:
             t = v.type
@@ -136,8 +146,9 @@ class XlaIsland:
         negzero = _abstract((), np.dtype(np.float64))
         operands = [_abstract(o.shape, o.dtype) for o in self.operands]
         inputs = [spec(v) for v in self.island.inputs]
-        lowered = jax.jit(self._function()).lower(limit, negzero, operands, inputs)
-        return lowered.compile()
+        with jax.default_device(self.device):
+            lowered = jax.jit(self._function()).lower(limit, negzero, operands, inputs)
+            return lowered.compile()
 
     def host(self, graph: Graph) -> CompiledExecutable:
         """The same island on the compiled backend (for a fault the reference must judge)."""
@@ -147,12 +158,50 @@ class XlaIsland:
 
     def run(self, inputs: list[Any], state: RunState) -> tuple[int, list[Any]]:
         limit = np.int64(state.max_iterations)
+        inputs = [_on(x, self.device) for x in inputs]
         code, results = self.compiled(limit, np.float64(-0.0), self.operands, inputs)
         outs = []
         for k, value in enumerate(results):
             spec = self.stacks.get(k)
             outs.append(value if spec is None else DynamicStack(value[0], value[1], spec).finish())
         return int(code), outs
+
+
+SMALL_LOOP_BYTES = 16 * 1024
+"""An island with a loop all of whose values (loop bodies included, constants not) are at most
+this many bytes runs on the CPU even where there is a GPU: a GPU pays microseconds per
+iteration (a kernel launch, and for a while loop a read of its condition back to the host),
+more than such an iteration costs on the CPU (measured on an H100: a scalar while loop takes
+17 us per iteration there, 0.003 us on the host's CPU)."""
+
+
+def _small_loops(island: Island) -> bool:
+    """Whether ``island`` holds a loop and no value it computes (in loop bodies too; constants
+    and the loops' own stacked outputs aside) is larger than ``SMALL_LOOP_BYTES``."""
+    nodes = [inner for node in island.nodes for inner in _with_bodies(node)]
+    if not any(n.op == "Loop" for n in nodes):
+        return False
+    for node in nodes:
+        if node.op in ("Constant", "Loop"):
+            continue
+        for v in node.outputs:
+            t = v.type
+            size = math.prod(t.static_shape) if isinstance(t, TensorType) and t.is_static else 0
+            if isinstance(t, TensorType) and size * t.dtype.itemsize > SMALL_LOOP_BYTES:
+                return False
+    return True
+
+
+def _with_bodies(node: Node) -> list[Node]:
+    return [node, *(inner for sub in node.subgraphs.values() for _, inner in sub.walk())]
+
+
+def _on(value: Any, device: Any) -> Any:
+    """``value`` on ``device`` (an array made by an island elsewhere is moved; NumPy data is
+    transferred by the call itself)."""
+    if isinstance(value, jax.Array) and value.devices() != {device}:
+        return jax.device_put(value, device)
+    return value
 
 
 def _abstract(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:

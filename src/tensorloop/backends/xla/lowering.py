@@ -102,12 +102,19 @@ class Fault:
 
 @dataclass(frozen=True)
 class Options:
-    """How islands are lowered. ``contract``: let XLA fuse a multiply and an add into one
-    fused multiply-add (one rounding instead of two). Off by default: XLA's CPU compiler always
-    allows the fusion, so every float Mul result is rounded on its own through a run-time
-    ``-0.0`` it cannot fold away, and results round as the reference rounds them."""
+    """How islands are lowered and where they run.
+
+    ``contract``: let XLA fuse a multiply and an add into one fused multiply-add (one rounding
+    instead of two). Off by default: XLA's CPU compiler always allows the fusion, so every float
+    Mul result is rounded on its own through a run-time ``-0.0`` it cannot fold away, and
+    results round as the reference rounds them.
+
+    ``device``: ``"auto"`` (JAX's default device, a GPU where there is one, except for islands
+    with loops over small values: see ``SMALL_LOOP_BYTES``), ``"cpu"``, or ``"default"`` (JAX's
+    default device for every island)."""
 
     contract: bool = False
+    device: str = "auto"
 
 
 @dataclass
