@@ -103,7 +103,9 @@ class AutoExecutable:
         if not self.background:
             compile_now()
             return
-        thread = threading.Thread(target=compile_now, name="tensorloop-xla-compile", daemon=True)
+        # Not a daemon: an interpreter that exits while XLA compiles would abort in XLA's code;
+        # exiting waits for the compile instead.
+        thread = threading.Thread(target=compile_now, name="tensorloop-xla-compile")
         self._threads.append(thread)
         thread.start()
 

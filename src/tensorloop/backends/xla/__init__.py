@@ -29,7 +29,7 @@ from ...errors import BackendError, TensorloopError
 from ...ir.graph import Graph, Node, Value
 from ...tensor.types import TensorType, Type
 from ..base import register_backend
-from ..compiled import CompiledExecutable
+from ..compiled import CompiledExecutable, optimize
 from ..compiled.specialize import signature, specialize
 from ..reference import Interpreter
 from ..runtime import RunState, loop_limit_error
@@ -330,7 +330,7 @@ class JaxExecutable:
             plan = self._plans.get(key)
             if plan is None:
                 try:
-                    graph = specialize(self.graph, args)
+                    graph = optimize(specialize(self.graph, args))
                 except TensorloopError:
                     graph = self.graph
                 plan = Plan(graph, self.options)
