@@ -168,32 +168,30 @@ class XlaIsland:
 
 
 SMALL_LOOP_BYTES = 16 * 1024
-"""An island with a loop all of whose values (loop bodies included, constants not) are at most
-this many bytes runs on the CPU even where there is a GPU: a GPU pays microseconds per
-iteration (a kernel launch, and for a while loop a read of its condition back to the host),
-more than such an iteration costs on the CPU (measured on an H100: a scalar while loop takes
-17 us per iteration there, 0.003 us on the host's CPU)."""
+"""An island with a loop whose bodies compute no value larger than this many bytes runs on the
+CPU even where there is a GPU: a GPU pays microseconds per iteration (a kernel launch, and for a
+while loop a read of its condition back to the host), more than such an iteration costs on the
+CPU. Measured on an H100: a scalar while loop takes 17 us per iteration there, 0.003 us on the
+host's CPU; a batch-1 LSTM step 8.6 us there."""
 
 
 def _small_loops(island: Island) -> bool:
-    """Whether ``island`` holds a loop and no value it computes (in loop bodies too; constants
-    and the loops' own stacked outputs aside) is larger than ``SMALL_LOOP_BYTES``."""
-    nodes = [inner for node in island.nodes for inner in _with_bodies(node)]
-    if not any(n.op == "Loop" for n in nodes):
+    """Whether ``island`` holds a loop and no loop body in it computes a value larger than
+    ``SMALL_LOOP_BYTES`` (constants and nested loops' stacked outputs aside)."""
+    bodies = [sub for node in island.nodes for sub in node.subgraphs.values()]
+    if not any(node.op == "Loop" for node in island.nodes):
         return False
-    for node in nodes:
-        if node.op in ("Constant", "Loop"):
-            continue
-        for v in node.outputs:
-            t = v.type
-            size = math.prod(t.static_shape) if isinstance(t, TensorType) and t.is_static else 0
-            if isinstance(t, TensorType) and size * t.dtype.itemsize > SMALL_LOOP_BYTES:
-                return False
+    for body in bodies:
+        for _, node in body.walk():
+            if node.op in ("Constant", "Loop"):
+                continue
+            for v in node.outputs:
+                t = v.type
+                static = isinstance(t, TensorType) and t.is_static
+                size = math.prod(t.static_shape) if isinstance(t, TensorType) and static else 0
+                if isinstance(t, TensorType) and size * t.dtype.itemsize > SMALL_LOOP_BYTES:
+                    return False
     return True
-
-
-def _with_bodies(node: Node) -> list[Node]:
-    return [node, *(inner for sub in node.subgraphs.values() for _, inner in sub.walk())]
 
 
 def _on(value: Any, device: Any) -> Any:
