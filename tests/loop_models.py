@@ -334,3 +334,17 @@ def while_on_data() -> tl.Model:
 
     v, n = tl.while_loop(lambda s: tl.reduce_sum(s[0]) < limit, body, (x, tl.constant(np.int64(0))))
     return tl.Model({"v": v, "n": n})
+
+
+def T(dtype: str, *shape: int | str) -> TensorType:
+    """A tensor type, shape given as arguments (``T("float32", 2, "n")``)."""
+    return TensorType(dtype, shape)
+
+
+def add_loop(
+    g: Graph, body: Graph, inputs: list[Value | None], carried: int, stacked: Any, name: str
+) -> list[Value]:
+    """A Loop node in ``g`` (no sliced inputs) over ``inputs`` (the two control inputs, the
+    carried values, the invariants); its outputs."""
+    attrs = {"body": body, "num_carried": carried, "sliced": (), "stacked": tuple(stacked)}
+    return g.add_node("Loop", inputs, attrs, name=name).outputs

@@ -18,10 +18,11 @@ from hypothesis import given, settings
 
 import tensorloop as tl
 from backend_agreement import assert_same_outputs, assert_same_trace
-from loop_models import LimitReachedError, LoopSpec, build, hand_built_loop, loop_specs
+from loop_models import LimitReachedError, LoopSpec, T, build, hand_built_loop, loop_specs
+from loop_models import add_loop as _loop
 from loop_models import make_inputs as spec_inputs
 from loop_models import reference as docstring_model
-from tensorloop import Graph, Stacked, TensorType, Value
+from tensorloop import Graph, Stacked, TensorType
 from tensorloop.backends import compiled
 from tensorloop.backends.compiled import CompiledExecutable, codegen, support
 from tensorloop.backends.reference import Interpreter
@@ -93,17 +94,6 @@ def _errors(model: tl.Model, inputs: Any) -> TensorloopError:
     assert type(got.value) is type(want.value)
     assert str(got.value) == str(want.value)
     return got.value
-
-
-def T(dtype: str, *shape: int | str) -> TensorType:
-    return TensorType(dtype, shape)
-
-
-def _loop(
-    g: Graph, body: Graph, inputs: list[Value | None], carried: int, stacked: Any, name: str
-) -> list[Value]:
-    attrs = {"body": body, "num_carried": carried, "sliced": (), "stacked": tuple(stacked)}
-    return g.add_node("Loop", inputs, attrs, name=name).outputs
 
 
 # -- models ---------------------------------------------------------------------------------------

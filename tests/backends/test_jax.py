@@ -14,10 +14,11 @@ from hypothesis import given, settings
 
 import tensorloop as tl
 from backend_agreement import assert_same_outputs
-from loop_models import LimitReachedError, LoopSpec, build, loop_specs
+from loop_models import LimitReachedError, LoopSpec, T, build, loop_specs
+from loop_models import add_loop as _loop
 from loop_models import make_inputs as spec_inputs
 from loop_models import reference as docstring_model
-from tensorloop import Graph, Stacked, TensorType, Value
+from tensorloop import Graph, Stacked
 from tensorloop.backends import auto
 from tensorloop.backends.base import get_backend
 from tensorloop.errors import ExecutionError, LoopLimitError
@@ -33,17 +34,6 @@ F32, F64, I64, BOOL = "float32", "float64", "int64", "bool"
 @pytest.fixture(autouse=True)
 def _fresh_builder() -> None:
     tl.reset()
-
-
-def T(dtype: str, *shape: int | str) -> TensorType:
-    return TensorType(dtype, shape)
-
-
-def _loop(
-    g: Graph, body: Graph, inputs: list[Value | None], carried: int, stacked: Any, name: str
-) -> list[Value]:
-    attrs = {"body": body, "num_carried": carried, "sliced": (), "stacked": tuple(stacked)}
-    return g.add_node("Loop", inputs, attrs, name=name).outputs
 
 
 def _plan(model: tl.Model, inputs: Any) -> Any:

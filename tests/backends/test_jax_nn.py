@@ -13,32 +13,26 @@ import pytest
 
 import tensorloop as tl
 from backend_agreement import assert_same_outputs
-from tensorloop.ir.graph import Graph, Value
+from ops_harness import C as Constant
+from ops_harness import build
+from tensorloop.ir.graph import Graph
 from tensorloop.tensor.types import tensor_type_of
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-class C:
-    """An input fed by a Constant node."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = np.asarray(value)
+def C(value: Any) -> Constant:
+    """An input fed by a Constant node, of the value's own dtype."""
+    return Constant(value, np.asarray(value).dtype)
 
 
 def _model(op: str, inputs: Sequence[Any], attrs: dict[str, Any], outputs: int | None) -> tl.Model:
-    g = Graph()
-    values: list[Value | None] = []
-    for i, x in enumerate(inputs):
-        if x is None:
-            values.append(None)
-        elif isinstance(x, C):
-            values.append(g.add_node("Constant", [], {"value": x.value}).output)
-        else:
-            values.append(g.add_input(f"x{i}", tensor_type_of(np.asarray(x))))
-    node = g.add_node(op, values, attrs)
-    g.set_outputs(node.outputs[:outputs])
-    return tl.Model(g)
+    node = build(
+        op, [x if x is None or isinstance(x, Constant) else np.asarray(x) for x in inputs], attrs
+    )
+    assert node.graph is not None
+    node.graph.set_outputs(node.outputs[:outputs])
+    return tl.Model(node.graph)
 
 
 def on_xla(dt: Any, stash: int) -> bool:
@@ -56,7 +50,7 @@ def agree(
 ) -> dict[str, Any]:
     """Run one ``op`` node on jax and on the reference: same outputs; the node placed on XLA."""
     model = _model(op, inputs, attrs or {}, outputs)
-    args = [np.asarray(x) for x in inputs if x is not None and not isinstance(x, C)]
+    args = [np.asarray(x) for x in inputs if x is not None and not isinstance(x, Constant)]
     if on_xla:
         placed = [p for p in model.placement(args) if p.op == op]
         assert [p.device for p in placed] == ["xla"], placed

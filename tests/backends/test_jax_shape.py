@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 import tensorloop as tl
 from backend_agreement import assert_same_outputs, assert_same_value
+from ops_harness import C
+from ops_harness import build as build_node
 from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.backends.xla.lowering import (
     LOWERINGS,
@@ -27,19 +29,11 @@ from tensorloop.backends.xla.lowering import (
     lower_node,
 )
 from tensorloop.errors import ExecutionError
-from tensorloop.ir.graph import Graph, Node
+from tensorloop.ir.graph import Node
 from tensorloop.tensor.dtypes import DType
-from tensorloop.tensor.types import tensor_type_of
 
 RNG = np.random.default_rng(11)
 I64_MAX, I64_MIN = 2**63 - 1, -(2**63)
-
-
-class C:
-    """An input fed by a Constant node (shape operands, axes, pads, k...)."""
-
-    def __init__(self, value: Any, dtype: Any = np.int64) -> None:
-        self.value = np.asarray(value, dtype)
 
 
 def randn(*shape: int, dtype: Any = np.float32) -> np.ndarray:
@@ -47,19 +41,9 @@ def randn(*shape: int, dtype: Any = np.float32) -> np.ndarray:
 
 
 def build(op: str, inputs: list[Any], attrs: dict[str, Any] | None) -> tuple[Node, list[Any]]:
-    g = Graph()
-    values, args = [], []
-    for i, x in enumerate(inputs):
-        if x is None:
-            values.append(None)
-        elif isinstance(x, C):
-            values.append(g.add_node("Constant", [], {"value": x.value}).output)
-        else:
-            values.append(g.add_input(f"x{i}", tensor_type_of(np.asarray(x))))
-            args.append(np.asarray(x))
-    node = g.add_node(op, values, attrs or {})
-    g.set_outputs(node.outputs)
-    return node, args
+    """A one-node graph (``ops_harness.build``) and the arguments its parameters take."""
+    arrays = [x if x is None or isinstance(x, C) else np.asarray(x) for x in inputs]
+    return build_node(op, arrays, attrs), [x for x in arrays if isinstance(x, np.ndarray)]
 
 
 def lowered_eagerly(node: Node, args: list[Any]) -> tuple[list[np.ndarray], int]:

@@ -41,6 +41,23 @@ def product(dims: Sequence[Dim]) -> Dim:
     return symbols[0] if len(symbols) == 1 and symbols[0] != UNKNOWN and n == 1 else UNKNOWN
 
 
+def block_rearrangement(
+    shape: Sequence[int], blocksize: int, mode: str, to_depth: bool
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """SpaceToDepth (``to_depth``) or DepthToSpace of an [N, C, H, W] tensor as reshape,
+    transpose, reshape: (the split shape, the permutation, the result's shape). Every kernel of
+    the two ops computes ``x.reshape(split).transpose(perm).reshape(result)``."""
+    bs, crd = blocksize, mode == "CRD"
+    n, c, h, w = shape
+    if to_depth:
+        perm = (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4)
+        return (n, c, h // bs, bs, w // bs, bs), perm, (n, c * bs * bs, h // bs, w // bs)
+    depth = c // (bs * bs)
+    if crd:
+        return (n, depth, bs, bs, h, w), (0, 1, 4, 2, 5, 3), (n, depth, h * bs, w * bs)
+    return (n, bs, bs, depth, h, w), (0, 3, 4, 1, 5, 2), (n, depth, h * bs, w * bs)
+
+
 @op("GatherElements", inputs=2, attrs={"axis": AttrSpec(int, 0)})
 def _gather_elements(ctx: InferContext) -> list[Type]:
     """out[i][j][k] = data[index[i][j][k]][j][k] (for axis 0; likewise for others): ``indices``

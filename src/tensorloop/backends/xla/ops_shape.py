@@ -22,6 +22,7 @@ from jax import lax
 
 from ...ir.graph import Node
 from ...ops.common import normalize_axes
+from ...ops.indexing import block_rearrangement
 from ...ops.shape import slice_bounds
 from ...tensor.types import TensorType, normalize_axis
 from .lowering import JaxValue, LowerContext, lowers, needs_constant
@@ -222,18 +223,8 @@ def _center_crop_pad(
 
 
 def _blocks(x: JaxValue, attrs: Attrs, to_depth: bool) -> JaxValue:
-    bs, crd = attrs["blocksize"], attrs["mode"] == "CRD"
-    n, c, h, w = x.shape
-    if to_depth:
-        split = x.reshape(n, c, h // bs, bs, w // bs, bs)
-        perm = (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4)
-        return split.transpose(perm).reshape(n, c * bs * bs, h // bs, w // bs)
-    depth = c // (bs * bs)
-    if crd:
-        split, perm = x.reshape(n, depth, bs, bs, h, w), (0, 1, 4, 2, 5, 3)
-    else:
-        split, perm = x.reshape(n, bs, bs, depth, h, w), (0, 3, 4, 1, 5, 2)
-    return split.transpose(perm).reshape(n, depth, h * bs, w * bs)
+    split, perm, result = block_rearrangement(x.shape, attrs["blocksize"], attrs["mode"], to_depth)
+    return x.reshape(split).transpose(perm).reshape(result)
 
 
 @lowers("SpaceToDepth")

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ....ops.indexing import block_rearrangement
 from ..registry import KernelContext, kernel
 from .elementwise import Array, axis_in, fail, widen
 
@@ -272,24 +273,16 @@ def reverse_sequence(ctx: KernelContext, data: Any, sequence_lens: Any) -> Array
 
 
 def _blocks(ctx: KernelContext, x: Array, to_depth: bool) -> Array:
-    bs, crd = ctx.attr("blocksize"), ctx.attr("mode") == "CRD"
+    bs = ctx.attr("blocksize")
     if x.ndim != 4:
         raise fail(ctx, f"input must be 4-D [N, C, H, W], got shape {list(x.shape)}")
-    n, c, h, w = x.shape
-    if to_depth:
-        if h % bs or w % bs:
-            raise fail(ctx, f"H and W of {list(x.shape)} must be multiples of blocksize {bs}")
-        split = x.reshape(n, c, h // bs, bs, w // bs, bs)
-        perm = (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4)
-        return split.transpose(perm).reshape(n, c * bs * bs, h // bs, w // bs)
-    if c % (bs * bs):
+    _, c, h, w = x.shape
+    if to_depth and (h % bs or w % bs):
+        raise fail(ctx, f"H and W of {list(x.shape)} must be multiples of blocksize {bs}")
+    if not to_depth and c % (bs * bs):
         raise fail(ctx, f"C of {list(x.shape)} must be a multiple of blocksize² = {bs * bs}")
-    depth = c // (bs * bs)
-    if crd:
-        split, perm = x.reshape(n, depth, bs, bs, h, w), (0, 1, 4, 2, 5, 3)
-    else:
-        split, perm = x.reshape(n, bs, bs, depth, h, w), (0, 3, 4, 1, 5, 2)
-    return split.transpose(perm).reshape(n, depth, h * bs, w * bs)
+    split, perm, result = block_rearrangement(x.shape, bs, ctx.attr("mode"), to_depth)
+    return x.reshape(split).transpose(perm).reshape(result)
 
 
 @kernel("SpaceToDepth")
