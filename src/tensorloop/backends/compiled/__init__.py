@@ -157,10 +157,10 @@ class CompiledBackend:
         return Interpreter().run_node(node, inputs)
 
 
-def optimize(graph: Graph) -> Graph:
-    """``graph`` after ``PIPELINE`` (rewritten in place)."""
+def optimize(graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
+    """``graph`` after ``passes`` (``PIPELINE`` by default), rewritten in place."""
     with np.errstate(all="ignore"):
-        for p in PIPELINE:
+        for p in PIPELINE if passes is None else passes:
             graph = (p(graph) if VERIFY_PASSES else p.run(graph)).graph
     return graph
 

@@ -27,6 +27,14 @@ import numpy as np
 
 from ...errors import BackendError, TensorloopError
 from ...ir.graph import Graph, Node, Value
+from ...passes import (
+    eliminate_common_subexpressions,
+    eliminate_dead_loop_values,
+    fold_constants,
+    hoist_loop_invariants,
+    hoist_sliced_work,
+)
+from ...passes.base import Pass
 from ...tensor.types import TensorType, Type
 from ..base import register_backend
 from ..compiled import CompiledExecutable, optimize
@@ -54,6 +62,18 @@ from .lowering import (  # noqa: E402
     lower_node,
 )
 from .partition import HOST, XLA, Island, Placement, partition, place  # noqa: E402
+
+PIPELINE: list[Pass] = [
+    fold_constants,
+    hoist_loop_invariants,
+    hoist_sliced_work,
+    eliminate_common_subexpressions,
+    eliminate_dead_loop_values,
+]
+"""The loop passes a plan runs before partitioning: the compiled backend's, less the two that
+serve NumPy only. A running sum stays a loop (XLA's scan of it takes 0.14 ms for 1000 steps
+of 64 floats, its cumsum 0.5 ms), and split pieces stay apart (XLA fuses elementwise ops
+itself). Batching a loop's input projection into one GEMM serves XLA as it serves NumPy."""
 
 MAX_PLANS = 16
 """Plans kept per executable (each holds compiled XLA programs)."""
@@ -328,7 +348,7 @@ class JaxExecutable:
             plan = self._plans.get(key)
             if plan is None:
                 try:
-                    graph = optimize(specialize(self.graph, args))
+                    graph = optimize(specialize(self.graph, args), PIPELINE)
                 except TensorloopError:
                     graph = self.graph
                 plan = Plan(graph, self.options)

@@ -130,13 +130,12 @@ def _scan(
         x = jnp.flip(x, axis=0) if s.spec.reverse else x
         xs.append(lax.slice_in_dim(x, 0, n, axis=0))
     run = _body_fn(ctx, view, invariants, constants)
-    over = ctx.fault(Fault("limit", where, view.node))
+    # More trips than the limit allows: the compiled backend reruns the island and stops at the
+    # limit, or at an error of an earlier iteration, in the reference's order.
+    ctx.deopt_unless(jnp.int64(n) <= ctx.limit, view.node)
 
     def step(state: Any, slices: Any) -> Any:
         i, code, values = state
-        # Iteration i runs only below the limit, as the reference's; a fault of an earlier
-        # iteration comes first, and nothing after the limit counts.
-        code = jnp.where((code == 0) & (i >= ctx.limit), jnp.int32(over), code)
         code, _, values, ys = run(code, i, values, list(slices))
         return (i + 1, code, values), ys
 
