@@ -33,6 +33,7 @@ from ...passes import (
     fold_constants,
     hoist_loop_invariants,
     hoist_sliced_work,
+    merge_split_elementwise,
 )
 from ...passes.base import Pass
 from ...tensor.types import TensorType, Type
@@ -69,11 +70,13 @@ PIPELINE: list[Pass] = [
     hoist_sliced_work,
     eliminate_common_subexpressions,
     eliminate_dead_loop_values,
+    merge_split_elementwise,
 ]
-"""The loop passes a plan runs before partitioning: the compiled backend's, less the two that
-serve NumPy only. A running sum stays a loop (XLA's scan of it takes 0.14 ms for 1000 steps
-of 64 floats, its cumsum 0.5 ms), and split pieces stay apart (XLA fuses elementwise ops
-itself). Batching a loop's input projection into one GEMM serves XLA as it serves NumPy."""
+"""The loop passes a plan runs before partitioning: the compiled backend's, less
+``loop_prefix_sums``: a running sum stays a scan (XLA scans 1000 steps of 64 floats in 0.14 ms,
+its cumsum took 0.5 ms). Batching a loop's input projection into one GEMM, and one activation
+over the gates an LSTM splits from one GEMM, serve XLA as they serve NumPy (the medium LSTM
+loop: 78 ms without the merge, 41 ms with it)."""
 
 MAX_PLANS = 16
 """Plans kept per executable (each holds compiled XLA programs)."""
