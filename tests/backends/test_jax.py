@@ -292,6 +292,23 @@ def test_a_lowering_that_fails_moves_its_node_to_the_compiled_backend(
     )
 
 
+def test_an_island_xla_cannot_compile_runs_on_the_compiled_backend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(self: Any) -> Any:
+        raise RuntimeError("INTERNAL: out of registers")
+
+    monkeypatch.setattr(xla.XlaIsland, "_compile", refuse)
+    model = _rnn()
+    inputs = {"xs": np.ones((3, 4), np.float32)}
+    placed = model.placement(inputs)
+    assert {p.device for p in placed} == {"compiled"}
+    assert "XLA could not compile its island" in placed[0].reason
+    assert_same_outputs(
+        model.run(inputs, backend="jax"), model.run(inputs, backend="reference"), "refused"
+    )
+
+
 # -- compiling, threads, traces --------------------------------------------------------------------
 def test_compile_ahead_of_time_from_shapes_then_run_without_compiling() -> None:
     model = _rnn()

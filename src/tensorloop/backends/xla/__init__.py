@@ -51,7 +51,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in CI
 jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
 
 from . import control, ops  # noqa: E402  (lowerings register on import, after x64 is on)
-from .control import DynamicStack  # noqa: E402
+from .control import INITIAL_CAPACITY, DynamicStack  # noqa: E402
 from .lowering import (  # noqa: E402
     EMBED_LIMIT,
     ConstantPool,
@@ -83,9 +83,11 @@ MAX_PLANS = 16
 
 
 class _IslandFailedError(Exception):
-    def __init__(self, node: Node, why: str) -> None:
+    """XLA could not take ``nodes``: they move to the compiled backend, said ``why``."""
+
+    def __init__(self, nodes: Sequence[Node], why: str) -> None:
         super().__init__(why)
-        self.node = node
+        self.nodes = list(nodes)
         self.why = why
 
 
@@ -135,9 +137,10 @@ class XlaIsland:
                 try:
                     outs = lower_node(ctx, node, args)
                 except LoweringError as exc:
-                    raise _IslandFailedError(node, exc.why) from exc
+                    raise _IslandFailedError([node], f"XLA lowering failed ({exc.why})") from exc
                 except Exception as exc:  # a case a lowering does not cover
-                    raise _IslandFailedError(node, f"{type(exc).__name__}: {exc}") from exc
+                    why = f"XLA lowering failed ({type(exc).__name__}: {exc})"
+                    raise _IslandFailedError([node], why) from exc
                 env.update(zip(node.outputs, outs, strict=True))
             self.faults = ctx.faults
             results = []
@@ -266,7 +269,7 @@ class Plan:
                 self._build(excluded)
                 return
             except _IslandFailedError as failed:
-                excluded[failed.node] = f"XLA lowering failed ({failed.why})"
+                excluded.update(dict.fromkeys(failed.nodes, failed.why))
         raise BackendError(f"could not partition graph '{self.graph.name}'")  # pragma: no cover
 
     def _build(self, excluded: dict[Node, str]) -> None:
@@ -274,7 +277,13 @@ class Plan:
         seconds = 0.0
         for island in partition(self.graph, excluded):
             if island.device == XLA:
-                compiled = XlaIsland(island, self.options, self.capacities)
+                try:
+                    compiled = XlaIsland(island, self.options, self.capacities)
+                except _IslandFailedError:
+                    raise
+                except Exception as exc:  # XLA's compiler refused the program
+                    why = f"XLA could not compile its island ({type(exc).__name__}: {exc})"
+                    raise _IslandFailedError(island.nodes, why) from exc
                 seconds += compiled.compile_seconds
                 steps.append((island, compiled))
             else:
@@ -306,16 +315,25 @@ class Plan:
             if fault.kind == "limit":
                 raise loop_limit_error(fault.where, state.max_iterations)
             if fault.kind == "grow" and fault.loop is not None:
-                with self.lock:
-                    if self.steps[k][1] is step:
-                        self.capacities[fault.loop] = 2 * self.capacities.get(fault.loop, 64)
-                        grown = XlaIsland(step.island, self.options, dict(self.capacities))
-                        self.compile_seconds += grown.compile_seconds
-                        self.steps[k] = (step.island, grown)
-                    step = self.steps[k][1]
+                try:
+                    step = self._grow(k, step, fault.loop)
+                except Exception:  # XLA could not compile the larger buffers
+                    break
                 continue
-            return step.host(self.graph).run([_host(x) for x in inputs], state)
+            break
         return step.host(self.graph).run([_host(x) for x in inputs], state)
+
+    def _grow(self, k: int, step: XlaIsland, loop: Node) -> XlaIsland:
+        """Island ``k`` compiled again with ``loop``'s stacked buffers twice as long (once,
+        whichever thread gets here first)."""
+        with self.lock:
+            if self.steps[k][1] is step:
+                self.capacities[loop] = 2 * self.capacities.get(loop, INITIAL_CAPACITY)
+                grown = XlaIsland(step.island, self.options, dict(self.capacities))
+                self.compile_seconds += grown.compile_seconds
+                self.steps[k] = (step.island, grown)
+            current: XlaIsland = self.steps[k][1]
+            return current
 
 
 def _host(value: Any) -> Any:
