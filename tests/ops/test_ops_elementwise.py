@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from ops_harness import FAST, NUMERIC, PAIRS, T, close, floating, infer, rand, run1
 
+from ops_harness import FAST, NUMERIC, PAIRS, T, close, floating, infer, rand, run1
 from tensorloop.errors import ExecutionError
 from tensorloop.tensor.dtypes import dtype
 

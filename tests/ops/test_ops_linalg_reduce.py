@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ops_harness import C, Input, T, build, close, floating, infer, rand, run, run1
 
+from ops_harness import C, Input, T, build, close, floating, infer, rand, run, run1
 from tensorloop.errors import ExecutionError, GraphError
 from tensorloop.tensor.dtypes import dtype
 

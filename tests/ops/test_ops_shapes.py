@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
-from ops_harness import FAST, I64_MAX, C, T, build, close, dyn, floating, infer, rand, run, run1
 
 from onnx_oracle import one_node, ort_run, tensorloop_run
+from ops_harness import FAST, I64_MAX, C, T, build, close, dyn, floating, infer, rand, run, run1
 from tensorloop.errors import ExecutionError, GraphError
 from tensorloop.tensor.dtypes import DType, dtype
 
