@@ -396,3 +396,10 @@ OP_EMITTERS: dict[str, Emitter] = {
     "Assign": _assign,
 }
 """Every op but Loop and If (write_control.py)."""
+
+from . import write_indexing, write_math, write_nn  # noqa: E402  (the op families' emitters)
+
+for _family in (write_math, write_nn, write_indexing):
+    _twice = sorted(set(_family.EMITTERS) & set(OP_EMITTERS))
+    assert not _twice, f"ops written twice: {_twice}"
+    OP_EMITTERS.update(_family.EMITTERS)

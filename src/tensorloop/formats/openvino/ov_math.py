@@ -1,0 +1,7 @@
+"""OpenVINO elementwise, activation, logical, bitwise and reduction layers read as core ops: one
+converter per layer type, at every opset version OpenVINO's converters write. The writer's
+emitters for them are in ``write_math.py``."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,7 @@
+"""OpenVINO convolution, pooling, normalisation, resize and quantisation layers read as core ops:
+one converter per layer type, at every opset version OpenVINO's converters write. The writer's
+emitters for them are in ``write_nn.py``."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
