@@ -1,0 +1,310 @@
+"""OpenVINO gather, scatter, index-generating and reordering layers vs. the CPU plugin (reader), and
+the core ops of those families written as OpenVINO IR (writer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ov = pytest.importorskip("openvino")
+ops = pytest.importorskip("openvino.opset16")
+
+from openvino import (  # noqa: E402
+    opset1,
+    opset3,
+    opset4,
+    opset5,
+    opset7,
+    opset8,
+    opset9,
+    opset10,
+    opset12,
+    opset15,
+)
+from openvino_layer_checks import check, const, rand_f32  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def ints(*values: Any) -> Any:
+    return np.array(values, np.int64)
+
+
+# -- scatters ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduction", [None, "none", "sum", "sub", "prod", "min", "max"])
+def test_scatter_nd_update(reduction: str | None, tmp_path: Path) -> None:
+    data = rand_f32(4, 3)
+    updates = rand_f32(3, 3)
+    idx = const([[1], [-1], [1]])  # a repeat combines under a reduction
+    if reduction is None:
+        idx = const([[1], [-1], [0]])
+        build = lambda d, u: opset4.scatter_nd_update(d, idx, u)  # noqa: E731
+    else:
+        build = lambda d, u: opset15.scatter_nd_update(d, idx, u, reduction)  # noqa: E731
+    check(build, data, updates, tmp_path=tmp_path, rtol=1e-5)
+
+
+def test_scatter_nd_update_element_tuples(tmp_path: Path) -> None:
+    data = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    updates = np.array([100, 200], np.int32)
+    idx = const([[0, 1, 2], [1, -1, 0]], np.int32)
+    check(lambda d, u: opset4.scatter_nd_update(d, idx, u), data, updates, tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize(("axis", "ishape"), [(0, (2,)), (1, (2, 2)), (-1, (1,)), (2, (3,))])
+def test_scatter_update(axis: int, ishape: tuple[int, ...], tmp_path: Path) -> None:
+    data = rand_f32(3, 4, 5)
+    a = axis % 3
+    n = data.shape[a]
+    count = int(np.prod(ishape))
+    picks = RNG.permutation(n)[:count].reshape(ishape)
+    ushape = data.shape[:a] + ishape + data.shape[a + 1 :]
+    updates = rand_f32(*ushape)
+    idx = const(picks)
+    check(
+        lambda d, u: opset3.scatter_update(d, idx, u, const(axis)),
+        data,
+        updates,
+        tmp_path=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "prod", "min", "max", "mean"])
+@pytest.mark.parametrize("use_init", [True, False])
+def test_scatter_elements_update_12(reduction: str, use_init: bool, tmp_path: Path) -> None:
+    data = rand_f32(3, 4)
+    updates = rand_f32(3, 2)
+    idx = const([[0, 0], [3, -1], [1, 2]])  # repeated positions in row 0 and row 1
+    if reduction == "none":
+        idx = const([[0, 1], [3, -2], [1, 2]])
+    check(
+        lambda d, u: opset12.scatter_elements_update(d, idx, u, const(1), reduction, use_init),
+        data,
+        updates,
+        tmp_path=tmp_path,
+        rtol=1e-5,
+    )
+
+
+def test_scatter_elements_update_3_and_integers(tmp_path: Path) -> None:
+    data = np.arange(12, dtype=np.int32).reshape(3, 4)
+    updates = np.array([[-5, -6, -7, -8]], np.int32)
+    idx = const([[2, 0, 1, 2]], np.int32)
+    check(
+        lambda d, u: [
+            opset3.scatter_elements_update(d, idx, u, const(0)),
+            opset12.scatter_elements_update(d, idx, u, const(-2), "max", False),
+        ],
+        data,
+        updates,
+        tmp_path=tmp_path,
+    )
+
+
+# -- gathers -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("opset", [opset5, opset8])
+@pytest.mark.parametrize("batch_dims", [0, 1, 2])
+def test_gather_nd(opset: Any, batch_dims: int, tmp_path: Path) -> None:
+    data = rand_f32(2, 3, 4, 5)
+    shapes = {0: (2, 2), 1: (2, 4, 1), 2: (2, 3, 2, 2)}
+    hi = {0: [2, 3], 1: [3], 2: [4, 5]}[batch_dims]
+    shape = shapes[batch_dims]
+    idx = np.stack([RNG.integers(-h, h, shape[:-1]) for h in hi[: shape[-1]]], -1)
+    check(
+        lambda d: opset.gather_nd(d, const(idx, np.int32), batch_dims),
+        data,
+        tmp_path=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_elements(axis: int, tmp_path: Path) -> None:
+    data = rand_f32(3, 4)
+    shape = [3, 4]
+    shape[axis] = 2
+    n = data.shape[axis]
+    idx = RNG.integers(-n, n, shape)
+    check(lambda d: ops.gather_elements(d, const(idx), axis), data, tmp_path=tmp_path)
+
+
+def test_identity(tmp_path: Path) -> None:
+    check(lambda x: ops.add(ops.identity(x), x), rand_f32(2, 3), tmp_path=tmp_path)
+
+
+# -- index-generating layers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "diag", "batch", "dtype"),
+    [
+        (3, 3, 0, None, "f32"),
+        (2, 4, 1, None, "i32"),
+        (4, 3, -2, [2], "f32"),
+        (3, 2, 5, [1, 2], "i64"),
+    ],
+)
+def test_eye(
+    rows: int, cols: int, diag: int, batch: list[int] | None, dtype: str, tmp_path: Path
+) -> None:
+    x = np.zeros((1,), np.float32)
+
+    def build(p: Any) -> Any:
+        b = None if batch is None else const(batch)
+        eye = opset9.eye(const(rows), const(cols), const(diag), dtype, b)
+        return [eye, ops.add(p, ops.convert(ops.reduce_sum(eye, const([0])), "f32"))]
+
+    check(build, x, tmp_path=tmp_path)
+
+
+def test_eye_from_inputs(tmp_path: Path) -> None:
+    rows, diag = np.array(3, np.int32), np.array([-1], np.int64)
+    check(lambda r, d: opset9.eye(r, const(4), d, "f32"), rows, diag, tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_one_hot(axis: int, tmp_path: Path) -> None:
+    idx = np.array([[0, 3, -1], [5, 2, -4]], np.int32)  # out of range and negatives: all off
+
+    def build(i: Any) -> Any:
+        on, off = const(2.5, np.float32), const(-1.0, np.float32)
+        return [
+            opset1.one_hot(i, const(4), on, off, axis),
+            ops.one_hot(i, const(4), on, off, axis, "normalize"),
+            ops.one_hot(i, const(4), on, off, axis, "ignore_negative"),
+        ]
+
+    check(build, idx, tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("output_type", ["i32", "i64"])
+def test_non_zero(output_type: str, tmp_path: Path) -> None:
+    x = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]], np.float32)
+    check(lambda p: opset3.non_zero(p, output_type), x, tmp_path=tmp_path)
+    check(lambda p: opset3.non_zero(p, output_type), np.zeros((2, 2), np.int32), tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("repeats", [[2, 3], [3], [2, 1, 2], [1, 0]])
+def test_tile(repeats: list[int], tmp_path: Path) -> None:
+    check(lambda x: opset1.tile(x, const(repeats)), rand_f32(2, 3), tmp_path=tmp_path)
+
+
+def test_tile_dynamic_repeats(tmp_path: Path) -> None:
+    check(lambda x, r: opset1.tile(x, r), rand_f32(2, 3), ints(2, 2), tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [
+        ("ij,jk->ik", [(2, 3), (3, 4)]),
+        ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
+        ("ii->i", [(3, 3)]),
+        ("...ij->...ji", [(2, 3, 4)]),
+        ("ij,ij->", [(2, 3), (2, 3)]),
+    ],
+)
+def test_einsum(equation: str, shapes: list[tuple[int, ...]], tmp_path: Path) -> None:
+    arrays = [rand_f32(*s) for s in shapes]
+    check(lambda *xs: opset7.einsum(list(xs), equation), *arrays, tmp_path=tmp_path, rtol=1e-5)
+
+
+@pytest.mark.parametrize("sorted_", [True, False])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_unique(sorted_: bool, axis: int | None, tmp_path: Path) -> None:
+    x = np.array([[3, 1, 3], [2, 2, 2], [3, 1, 3], [0, 5, 1]], np.int32)
+
+    def build(p: Any) -> Any:
+        a = None if axis is None else const(axis)
+        u = opset10.unique(p, a, sorted_, "i32", "i64")
+        return [u.output(i) for i in range(4)]
+
+    check(build, x, tmp_path=tmp_path)
+
+
+# -- reordering layers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("batch_axis", "seq_axis"), [(0, 1), (1, 0), (2, 0), (0, -1)])
+def test_reverse_sequence(batch_axis: int, seq_axis: int, tmp_path: Path) -> None:
+    x = rand_f32(3, 4, 3)
+    b = batch_axis % 3
+    lens = RNG.integers(0, x.shape[seq_axis] + 1, x.shape[b]).astype(np.int32)
+    check(
+        lambda p: opset1.reverse_sequence(p, const(lens, np.int32), batch_axis, seq_axis),
+        x,
+        tmp_path=tmp_path,
+    )
+
+
+@pytest.mark.parametrize(
+    ("shift", "axes"),
+    [(1, [0]), ([2, -1], [1, 0]), (-7, [-1]), ([1, 2], [1, 1]), ([3, -5], [0, 1])],
+)
+def test_roll(shift: Any, axes: list[int], tmp_path: Path) -> None:
+    check(lambda x: opset7.roll(x, const(shift), const(axes)), rand_f32(3, 4), tmp_path=tmp_path)
+
+
+def test_roll_dynamic(tmp_path: Path) -> None:
+    x = rand_f32(3, 5)
+    check(
+        lambda p, s: opset7.roll(p, s, const([1, 0])),
+        x,
+        np.array([-2, 4], np.int64),
+        tmp_path=tmp_path,
+        dynamic=True,
+    )
+
+
+# -- searching layers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("right", [True, False])
+@pytest.mark.parametrize("output_type", ["i32", "i64"])
+def test_bucketize(right: bool, output_type: str, tmp_path: Path) -> None:
+    x = np.array([[-1.0, 0.0, 0.5], [1.0, 2.5, 9.0]], np.float32)
+    buckets = const([0.0, 1.0, 2.5, 3.0], np.float32)
+    check(
+        lambda p: opset3.bucketize(p, buckets, output_type, right),
+        x,
+        tmp_path=tmp_path,
+    )
+    ix = np.array([0, 1, 2, 5], np.int32)
+    check(
+        lambda p: opset3.bucketize(p, const([1, 2], np.int64), output_type, right),
+        ix,
+        tmp_path=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_search_sorted(right: bool, tmp_path: Path) -> None:
+    seq = np.array([0.0, 1.0, 1.0, 2.5], np.float32)
+    values = np.array([[-1.0, 1.0], [2.5, 9.0]], np.float32)
+    check(lambda s, v: opset15.search_sorted(s, v, right), seq, values, tmp_path=tmp_path)
+    seq2 = np.sort(rand_f32(2, 3, 5), -1)
+    values2 = np.concatenate([rand_f32(2, 3, 2), seq2[..., 1:3]], -1)
+    check(lambda s, v: opset15.search_sorted(s, v, right), seq2, values2, tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("version", ["v3", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_embedding_bag_packed(version: str, weighted: bool, tmp_path: Path) -> None:
+    table = rand_f32(5, 3)
+    idx = const([[0, 2], [4, 4], [1, 0]], np.int32)
+    weights = rand_f32(3, 2)
+    if weighted and version == "mean":
+        pytest.skip("OpenVINO weighs samples in sum mode only")
+
+    def build(t: Any, w: Any) -> Any:
+        ws = w if weighted else None
+        if version == "v3":
+            return opset3.embedding_bag_packed_sum(t, idx, ws)
+        return opset15.embedding_bag_packed(t, idx, ws, version)
+
+    check(build, table, weights, tmp_path=tmp_path, rtol=1e-5)
