@@ -1,7 +1,315 @@
 """OpenVINO elementwise, activation, logical, bitwise and reduction layers read as core ops: one
 converter per layer type, at every opset version OpenVINO's converters write. The writer's
-emitters for them are in ``write_math.py``."""
+emitters for them are in ``write_math.py``.
+
+Read here: the trigonometric and hyperbolic functions, Erf, Ceiling, Floor, Round-5, Sign, the
+activations (Gelu-2/7, Swish-4, HSwish-4, HSigmoid-5, Mish-4, SoftPlus-4, SoftSign-9, Elu-1,
+Selu-1, PReLU-1, HardSigmoid-1), FloorMod-1, Mod-1, SquaredDifference-1, the Bitwise layers of
+opsets 13 and 15, ReduceL1-4, ReduceL2-4, ReduceLogicalAnd-1, ReduceLogicalOr-1, LogSoftmax-5,
+IsInf-10, IsNaN-10 and IsFinite-10."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ...ir.graph import Value
+from ...tensor.dtypes import DType
+from .convert import LayerContext, converter
+from .inputs import check_auto_broadcast, has_input, int_vector, scalar_const, type_of
+
 __all__: list[str] = []
+
+Convert = Callable[[LayerContext, list[Value | None]], list[Value]]
+
+# -- unary functions -------------------------------------------------------------------------------
+# Layer type -> core op, for floating-point inputs (the core ops take no integers; OpenVINO's CPU
+# plugin rounds an integer Sin and the like back to integers, which no core op expresses).
+_FLOAT_UNARY: dict[str, str] = {
+    "Sin": "Sin",
+    "Cos": "Cos",
+    "Tan": "Tan",
+    "Asin": "Asin",
+    "Acos": "Acos",
+    "Atan": "Atan",
+    "Sinh": "Sinh",
+    "Cosh": "Cosh",
+    "Asinh": "Asinh",
+    "Acosh": "Acosh",
+    "Atanh": "Atanh",
+    "Erf": "Erf",
+    "SoftPlus": "Softplus",
+    "SoftSign": "Softsign",
+    "Mish": "Mish",
+    "HSwish": "HardSwish",
+}
+
+
+def _float_input(ctx: LayerContext) -> Value:
+    x = ctx.input(0)
+    dt = type_of(ctx, x).dtype
+    if not dt.is_float:
+        raise ctx.error(f"{ctx.layer.type} is read for floating-point inputs only, got {dt.value}")
+    return x
+
+
+def _float_unary(op: str) -> Convert:
+    def convert(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+        return [ctx.em.op(op, [_float_input(ctx)])]
+
+    return convert
+
+
+for _layer_type, _op in _FLOAT_UNARY.items():
+    converter(_layer_type)(_float_unary(_op))
+
+
+def _rounding(op: str) -> Convert:
+    """Ceiling and Floor: the core op on floats; an integer is its own ceiling and floor."""
+
+    def convert(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+        x = ctx.input(0)
+        if type_of(ctx, x).dtype.is_int:
+            return [ctx.em.op("Identity", [x])]
+        return [ctx.em.op(op, [x])]
+
+    return convert
+
+
+converter("Ceiling")(_rounding("Ceil"))
+converter("Floor")(_rounding("Floor"))
+
+
+@converter("Round")
+def _round(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    x = ctx.input(0)
+    mode = ctx.choice_attr("mode", ("half_to_even", "half_away_from_zero"), "half_to_even")
+    dt = type_of(ctx, x).dtype
+    if dt.is_int:
+        return [ctx.em.op("Identity", [x])]
+    if mode == "half_to_even":
+        return [ctx.em.op("Round", [x])]
+    # Away from zero, exactly: t = trunc(x), and |x - t| (exact in floating point) >= 1/2 steps
+    # one further from zero. (floor(|x| + 1/2) would round 0.49999997 up.)
+    em = ctx.em
+    zero = scalar_const(ctx, 0, dt)
+    t = em.op("Where", [em.op("Less", [x, zero]), em.op("Ceil", [x]), em.op("Floor", [x])])
+    frac = em.op("Sub", [x, t])
+    up = em.op("GreaterOrEqual", [em.op("Abs", [frac]), scalar_const(ctx, 0.5, dt)])
+    step = em.op("Mul", [em.op("Sign", [x]), em.op("Cast", [up], {"to": dt})])
+    return [em.op("Add", [t, step])]
+
+
+@converter("Sign")
+def _sign(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return [ctx.em.op("Sign", [ctx.input(0)])]
+
+
+# -- activations -----------------------------------------------------------------------------------
+@converter("Gelu")
+def _gelu(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    # Gelu-2 has no attributes and is the erf form; Gelu-7 names its approximation.
+    mode = "erf"
+    if ctx.layer.version != "opset2":
+        mode = ctx.choice_attr("approximation_mode", ("erf", "tanh"), "erf")
+    approximate = "tanh" if mode == "tanh" else "none"
+    return [ctx.em.op("Gelu", [_float_input(ctx)], {"approximate": approximate})]
+
+
+def _const_scalar(ctx: LayerContext, index: int, what: str) -> float | None:
+    """The one value of a constant input ``index``; None where it is computed at run time."""
+    data = ctx.const(index)
+    if data is None:
+        return None
+    if data.size != 1:
+        raise ctx.error(f"input #{index} ({what}) must hold one value, got shape {data.shape}")
+    return float(data.reshape(()))
+
+
+def _scalar_value(ctx: LayerContext, index: int, what: str) -> Value:
+    value = ctx.input(index)
+    t = type_of(ctx, value)
+    if t.shape is not None and any(isinstance(d, int) and d != 1 for d in t.shape):
+        raise ctx.error(f"input #{index} ({what}) must hold one value, got {t}")
+    return value
+
+
+@converter("Swish")
+def _swish(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    x = _float_input(ctx)
+    if not has_input(inputs, 1):
+        return [ctx.em.op("Swish", [x], {"alpha": 1.0})]
+    beta = _const_scalar(ctx, 1, "beta")
+    if beta is not None:
+        return [ctx.em.op("Swish", [x], {"alpha": beta})]
+    scaled = ctx.em.op("Mul", [x, _scalar_value(ctx, 1, "beta")])
+    return [ctx.em.op("Mul", [x, ctx.em.op("Sigmoid", [scaled])])]
+
+
+@converter("HSigmoid")
+def _hsigmoid(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    # min(max(x + 3, 0), 6) / 6
+    return [ctx.em.op("HardSigmoid", [_float_input(ctx)], {"alpha": 1 / 6, "beta": 0.5})]
+
+
+@converter("Elu")
+def _elu(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return [ctx.em.op("Elu", [_float_input(ctx)], {"alpha": ctx.float_attr("alpha")})]
+
+
+@converter("Selu")
+def _selu(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    x = _float_input(ctx)
+    alpha, lam = _const_scalar(ctx, 1, "alpha"), _const_scalar(ctx, 2, "lambda")
+    if alpha is not None and lam is not None:
+        return [ctx.em.op("Selu", [x], {"alpha": alpha, "gamma": lam})]
+    em = ctx.em
+    dt = type_of(ctx, x).dtype
+    negative = em.op(
+        "Mul",
+        [
+            _scalar_value(ctx, 1, "alpha"),
+            em.op("Sub", [em.op("Exp", [x]), scalar_const(ctx, 1, dt)]),
+        ],
+    )
+    positive = em.op("Greater", [x, scalar_const(ctx, 0, dt)])
+    return [
+        em.op("Mul", [_scalar_value(ctx, 2, "lambda"), em.op("Where", [positive, x, negative])])
+    ]
+
+
+@converter("HardSigmoid")
+def _hard_sigmoid(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    x = _float_input(ctx)
+    alpha, beta = _const_scalar(ctx, 1, "alpha"), _const_scalar(ctx, 2, "beta")
+    if alpha is not None and beta is not None:
+        return [ctx.em.op("HardSigmoid", [x], {"alpha": alpha, "beta": beta})]
+    em = ctx.em
+    dt = type_of(ctx, x).dtype
+    line = em.op(
+        "Add", [em.op("Mul", [x, _scalar_value(ctx, 1, "alpha")]), _scalar_value(ctx, 2, "beta")]
+    )
+    low = em.op("Max", [line, scalar_const(ctx, 0, dt)])
+    return [em.op("Min", [low, scalar_const(ctx, 1, dt)])]
+
+
+@converter("PReLU")
+def _prelu(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    x, slope = ctx.input(0), ctx.input(1)
+    xt, st = type_of(ctx, x), type_of(ctx, slope)
+    if xt.rank is None or st.rank is None:
+        raise ctx.error(f"PRelu needs inputs of known rank, got {xt} and {st}")
+    # OpenVINO's rule: a 1-D slope as long as the channel axis (axis 1, or 0 for a vector) is per
+    # channel; any other slope broadcasts NumPy-style.
+    if st.rank == 1 and xt.rank > 1:
+        assert xt.shape is not None and st.shape is not None
+        channels, length = xt.shape[1], st.shape[0]
+        if not (isinstance(channels, int) and isinstance(length, int)):
+            raise ctx.error(
+                f"PRelu with a 1-D slope needs static channel and slope sizes, got {xt} and {st}"
+            )
+        if channels == length and length != 1:
+            shape = [length] + [1] * (xt.rank - 2)
+            slope = ctx.em.op("Reshape", [slope, ctx.em.ints(shape)])
+    return [ctx.em.op("PRelu", [x, slope])]
+
+
+# -- binary arithmetic, logic and bits -------------------------------------------------------------
+def _broadcasting(lower: Callable[[LayerContext, Value, Value], Value]) -> Convert:
+    def convert(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+        a, b = ctx.input(0), ctx.input(1)
+        check_auto_broadcast(ctx, [a, b])
+        return [lower(ctx, a, b)]
+
+    return convert
+
+
+def _squared_difference(ctx: LayerContext, a: Value, b: Value) -> Value:
+    d = ctx.em.op("Sub", [a, b])
+    return ctx.em.op("Mul", [d, d])
+
+
+# FloorMod takes the divisor's sign (Python's %), Mod the dividend's (C's fmod), for integers and
+# floats alike: the CPU plugin agrees.
+converter("FloorMod")(_broadcasting(lambda ctx, a, b: ctx.em.op("Mod", [a, b], {"fmod": 0})))
+converter("Mod")(_broadcasting(lambda ctx, a, b: ctx.em.op("Mod", [a, b], {"fmod": 1})))
+converter("SquaredDifference")(_broadcasting(_squared_difference))
+
+
+def _bitwise(logical: str, bitwise: str) -> Callable[[LayerContext, Value, Value], Value]:
+    """On booleans the logical op, on integers the bitwise one."""
+
+    def lower(ctx: LayerContext, a: Value, b: Value) -> Value:
+        is_bool = type_of(ctx, a).dtype is DType.bool
+        return ctx.em.op(logical if is_bool else bitwise, [a, b])
+
+    return lower
+
+
+converter("BitwiseAnd")(_broadcasting(_bitwise("And", "BitwiseAnd")))
+converter("BitwiseOr")(_broadcasting(_bitwise("Or", "BitwiseOr")))
+converter("BitwiseXor")(_broadcasting(_bitwise("Xor", "BitwiseXor")))
+
+
+@converter("BitwiseNot")
+def _bitwise_not(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    x = ctx.input(0)
+    is_bool = type_of(ctx, x).dtype is DType.bool
+    return [ctx.em.op("Not" if is_bool else "BitwiseNot", [x])]
+
+
+def _shift(direction: str) -> Callable[[LayerContext, Value, Value], Value]:
+    # Shifts by 0 .. width-1 bits agree; OpenVINO leaves other counts undefined (the CPU plugin
+    # takes them modulo the width), tensorloop's BitShift gives the sign fill.
+    return lambda ctx, a, b: ctx.em.op("BitShift", [a, b], {"direction": direction})
+
+
+converter("BitwiseLeftShift")(_broadcasting(_shift("LEFT")))
+converter("BitwiseRightShift")(_broadcasting(_shift("RIGHT")))
+
+
+# -- reductions and the like -----------------------------------------------------------------------
+def _reduce(op: str, bool_only: bool = False) -> Convert:
+    def convert(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+        x = ctx.input(0)
+        if bool_only and type_of(ctx, x).dtype is not DType.bool:
+            raise ctx.error(f"{ctx.layer.type} takes booleans, got {type_of(ctx, x)}")
+        keep = ctx.bool_attr("keep_dims", False)
+        axes = int_vector(ctx, 1, "axes")
+        # OpenVINO reduces nothing over empty axes; noop_with_empty_axes says the same.
+        attrs = {"keepdims": int(keep), "noop_with_empty_axes": 1}
+        return [ctx.em.op(op, [x, axes], attrs)]
+
+    return convert
+
+
+converter("ReduceL1")(_reduce("ReduceL1"))
+converter("ReduceL2")(_reduce("ReduceL2"))
+# On booleans, all is the minimum and any the maximum.
+converter("ReduceLogicalAnd")(_reduce("ReduceMin", bool_only=True))
+converter("ReduceLogicalOr")(_reduce("ReduceMax", bool_only=True))
+
+
+@converter("LogSoftmax")
+def _log_softmax(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return [ctx.em.op("LogSoftmax", [ctx.input(0)], {"axis": ctx.int_attr("axis")})]
+
+
+@converter("IsNaN")
+def _is_nan(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return [ctx.em.op("IsNaN", [ctx.input(0)])]
+
+
+@converter("IsInf")
+def _is_inf(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    attrs = {
+        "detect_negative": int(ctx.bool_attr("detect_negative", True)),
+        "detect_positive": int(ctx.bool_attr("detect_positive", True)),
+    }
+    return [ctx.em.op("IsInf", [ctx.input(0)], attrs)]
+
+
+@converter("IsFinite")
+def _is_finite(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    x = ctx.input(0)
+    bad = ctx.em.op("Or", [ctx.em.op("IsNaN", [x]), ctx.em.op("IsInf", [x])])
+    return [ctx.em.op("Not", [bad])]
