@@ -167,10 +167,38 @@ class LayerContext:
         return data
 
 
+INPUT_ALIASES = "input_aliases"
+"""The graph attribute holding ``{alias: input name}``: every other tensor name an input's
+port carries (``names="Prod,Sum,X"``), by which OpenVINO also accepts that input."""
+
+
 def convert_model(net: Net, source: Source) -> Graph:
     """The top-level net as a graph: Parameters become inputs, Results outputs, in file order."""
-    graph, _, _ = convert_net(net, source, net.name)
+    graph, params, _ = convert_net(net, source, net.name)
+    aliases: dict[str, str] = {}
+    taken = {v.name for v in graph.inputs}
+    for lid, value in params.items():
+        port = net.layers[lid].outputs[0] if net.layers[lid].outputs else None
+        for alias in port.names if port is not None else ():
+            if alias != value.name and alias not in taken:
+                aliases.setdefault(alias, value.name)
+    setattr(graph, INPUT_ALIASES, aliases)
     return graph
+
+
+def input_aliases(graph: Graph) -> dict[str, str]:
+    """``{alias: input name}`` of a graph read from OpenVINO IR (empty for any other graph)."""
+    aliases: dict[str, str] = getattr(graph, INPUT_ALIASES, {})
+    return aliases
+
+
+def primary_name(layer: Layer, names: tuple[str, ...]) -> str:
+    """The name a port's tensor goes by: the framework's own where the IR records it (a
+    Parameter converted from ONNX or PyTorch keeps the framework's input name as its layer
+    name, while ``names`` is sorted), else the first of ``names``, else the layer's name."""
+    if layer.name in names or not names:
+        return layer.name
+    return names[0]
 
 
 def convert_net(
@@ -241,9 +269,7 @@ def _convert_layer(
     if layer.type == "Parameter":
         names = layer.outputs[0].names if layer.outputs else ()
         shape = parse_shape(ctx.attr("shape"), ctx.where)
-        value = graph.add_input(
-            names[0] if names else layer.name, TensorType(ctx.element_type(), shape)
-        )
+        value = graph.add_input(primary_name(layer, names), TensorType(ctx.element_type(), shape))
         params[layer.id] = value
         return [value]
     if layer.type == "Result":
@@ -279,8 +305,9 @@ def _all_layers(net: Net) -> list[Layer]:
     out: list[Layer] = []
     for layer in net.layers.values():
         out.append(layer)
-        if layer.body is not None:
-            out += _all_layers(layer.body)
+        for body in (layer.body, *(b.body for b in (layer.then_branch, layer.else_branch) if b)):
+            if body is not None:
+                out += _all_layers(body)
     return out
 
 
