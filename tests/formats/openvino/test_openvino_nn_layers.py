@@ -1,0 +1,276 @@
+"""OpenVINO convolution, pooling, normalisation, quantisation and resize layers vs. the CPU
+plugin, and the writer's emitters for their core ops."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ov = pytest.importorskip("openvino")
+ops = pytest.importorskip("openvino.opset13")
+
+from openvino import opset1, opset2, opset5, opset6, opset8, opset12, opset14  # noqa: E402
+from openvino_layer_checks import check, const, rand_f32  # noqa: E402
+
+# -- convolutions ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("strides", "pads", "dilations", "auto_pad"),
+    [
+        ([1, 1], ([0, 0], [0, 0]), [1, 1], "explicit"),
+        ([2, 1], ([1, 0], [2, 1]), [1, 2], "explicit"),
+        ([2, 2], ([0, 0], [0, 0]), [1, 1], "same_upper"),
+        ([2, 3], ([0, 0], [0, 0]), [1, 1], "same_lower"),
+        ([1, 2], ([3, 3], [3, 3]), [2, 1], "valid"),
+    ],
+)
+def test_convolution(
+    strides: list[int], pads: Any, dilations: list[int], auto_pad: str, tmp_path: Path
+) -> None:
+    w = rand_f32(4, 3, 3, 2)
+    check(
+        lambda x: opset1.convolution(x, ops.constant(w), strides, *pads, dilations, auto_pad),
+        rand_f32(2, 3, 7, 8),
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("rank", [1, 3])
+def test_convolution_other_ranks_and_group(rank: int, tmp_path: Path) -> None:
+    k = [2] * rank
+    w = rand_f32(3, 2, 2, *k)  # 3 groups of 2 outputs, 2 inputs each
+    w2 = rand_f32(4, 6, *k)
+    x = rand_f32(1, 6, *[5] * rank)
+    ones, zeros = [1] * rank, [0] * rank
+    check(
+        lambda x: [
+            opset1.group_convolution(x, ops.constant(w), ones, ones, zeros, ones),
+            opset1.convolution(x, ops.constant(w2), [2] * rank, ones, zeros, ones),
+        ],
+        x,
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("strides", "pads", "extra", "auto_pad", "out"),
+    [
+        ([1, 1], ([0, 0], [0, 0]), [0, 0], "explicit", None),
+        ([2, 3], ([1, 0], [0, 2]), [1, 2], "explicit", None),
+        ([2, 2], ([0, 0], [0, 0]), [0, 0], "valid", None),
+        ([2, 2], ([1, 0], [0, 2]), [0, 0], "same_upper", None),
+        ([2, 3], ([0, 0], [0, 0]), [0, 0], "same_lower", None),
+        ([2, 2], ([0, 0], [0, 0]), [0, 0], "explicit", [8, 9]),
+        ([2, 2], ([1, 0], [0, 2]), [0, 1], "explicit", [8, 9]),
+        ([2, 2], ([0, 0], [0, 0]), [0, 0], "valid", [7, 9]),
+        ([1, 2], ([0, 0], [0, 0]), [0, 0], "same_upper", [4, 7]),
+        ([2, 2], ([0, 0], [0, 0]), [1, 0], "same_upper", [8, 9]),
+        ([2, 2], ([0, 0], [0, 0]), [0, 0], "same_lower", [8, 9]),
+    ],
+)
+def test_convolution_backprop_data(
+    strides: list[int], pads: Any, extra: list[int], auto_pad: str, out: Any, tmp_path: Path
+) -> None:
+    w = rand_f32(3, 2, 3, 3)
+    wg = rand_f32(3, 1, 2, 3, 3)
+
+    def build(x: Any) -> Any:
+        shape = None if out is None else const(out)
+        return [
+            opset1.convolution_backprop_data(
+                x, ops.constant(w), strides, shape, *pads, [1, 1], auto_pad, extra
+            ),
+            opset1.group_convolution_backprop_data(
+                x, ops.constant(wg), strides, shape, *pads, [1, 1], auto_pad, extra
+            ),
+        ]
+
+    check(build, rand_f32(2, 3, 4, 5), tmp_path=tmp_path, rtol=1e-4, atol=1e-5)
+
+
+# -- pooling --------------------------------------------------------------------------------------
+
+POOLS = [
+    # strides, pads_begin, pads_end, kernel, rounding, auto_pad
+    ([1, 1], [0, 0], [0, 0], [2, 2], "floor", "explicit"),
+    ([2, 2], [1, 0], [0, 1], [3, 2], "floor", "explicit"),
+    ([2, 2], [0, 0], [0, 0], [2, 2], "ceil", "explicit"),
+    ([2, 2], [0, 0], [1, 1], [2, 2], "ceil", "explicit"),
+    ([2, 3], [0, 0], [0, 0], [3, 2], "floor", "same_upper"),
+    ([2, 3], [0, 0], [0, 0], [3, 2], "floor", "same_lower"),
+    ([2, 2], [1, 1], [1, 1], [2, 2], "floor", "valid"),
+]
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_max_pool_v1(pool: Any, tmp_path: Path) -> None:
+    s, pb, pe, k, r, a = pool
+    check(lambda x: opset1.max_pool(x, s, pb, pe, k, r, a), rand_f32(2, 3, 6, 7), tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("pool", POOLS)
+@pytest.mark.parametrize("exclude", [True, False])
+def test_avg_pool_v1(pool: Any, exclude: bool, tmp_path: Path) -> None:
+    s, pb, pe, k, r, a = pool
+    check(
+        lambda x: opset1.avg_pool(x, s, pb, pe, k, exclude, r, a),
+        rand_f32(2, 3, 6, 7),
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("opset", [opset8, opset14])
+@pytest.mark.parametrize("axis", [0, 2, -2])
+@pytest.mark.parametrize("rounding", ["floor", "ceil", "ceil_torch"])
+def test_max_pool_indices(opset: Any, axis: int, rounding: str, tmp_path: Path) -> None:
+    if rounding == "ceil_torch" and opset is opset8:
+        pytest.skip("MaxPool-8 has no ceil_torch")
+
+    def build(x: Any) -> Any:
+        pool = opset.max_pool(
+            x, [2, 2], [1, 2], [0, 0], [1, 1], [2, 3], rounding, "explicit", "i32", axis
+        )
+        return [pool.output(0), pool.output(1)]
+
+    check(build, rand_f32(2, 3, 6, 7), tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("rounding", ["floor", "ceil", "ceil_torch"])
+@pytest.mark.parametrize("exclude", [True, False])
+def test_avg_pool_v14(rounding: str, exclude: bool, tmp_path: Path) -> None:
+    check(
+        lambda x: opset14.avg_pool(x, [2, 2], [0, 1], [1, 1], [2, 2], exclude, rounding),
+        rand_f32(1, 2, 5, 6),
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+# -- normalisations -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("across", [True, False])
+@pytest.mark.parametrize("variance", [True, False])
+def test_mvn_v1(across: bool, variance: bool, tmp_path: Path) -> None:
+    check(
+        lambda x: opset2.mvn(x, across, variance, 1e-3),
+        rand_f32(2, 3, 4, 5),
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("axes", [[2, 3], [1], [-1, 1]])
+@pytest.mark.parametrize("mode", ["inside_sqrt", "outside_sqrt"])
+def test_mvn_v6(axes: list[int], mode: str, tmp_path: Path) -> None:
+    check(
+        lambda x: [
+            opset6.mvn(x, const(axes), True, 0.01, mode),
+            opset6.mvn(x, const(axes, np.int32), False, 0.01, mode),
+        ],
+        rand_f32(2, 3, 4, 5),
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("axes", [[1], [2, 3], [0, 1, 2, 3]])
+@pytest.mark.parametrize("mode", ["add", "max"])
+def test_normalize_l2(axes: list[int], mode: str, tmp_path: Path) -> None:
+    x = rand_f32(2, 3, 4, 5)
+    x[0, :, 0, 0] = 0
+    check(
+        lambda x: ops.normalize_l2(x, const(axes), 1e-2, mode),
+        x,
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("axes", [[1], [2, 3]])
+@pytest.mark.parametrize("size", [3, 4])
+def test_lrn(axes: list[int], size: int, tmp_path: Path) -> None:
+    check(
+        lambda x: opset1.lrn(x, const(axes), 0.5, 0.75, 2.0, size),
+        rand_f32(2, 5, 4, 5),
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+def test_batch_norm_inference_v1_and_v5(tmp_path: Path) -> None:
+    g, b, m = rand_f32(3), rand_f32(3), rand_f32(3)
+    v = np.abs(rand_f32(3)) + 0.1
+    c = [ops.constant(a) for a in (g, b, m, v)]
+    check(
+        lambda x: [
+            opset1.batch_norm_inference(x, c[0], c[1], c[2], c[3], 1e-3),
+            opset5.batch_norm_inference(x, c[0], c[1], c[2], c[3], 1e-3),
+        ],
+        rand_f32(2, 3, 4, 5),
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+def test_grn_and_group_normalization(tmp_path: Path) -> None:
+    s, b = rand_f32(4), rand_f32(4)
+    check(
+        lambda x: [
+            opset1.grn(x, 0.5),
+            opset12.group_normalization(x, ops.constant(s), ops.constant(b), 2, 1e-3),
+        ],
+        rand_f32(2, 4, 3, 5),
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+# -- quantisation and blocks ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("levels", [2, 16, 256])
+def test_fake_quantize(levels: int, tmp_path: Path) -> None:
+    x = rand_f32(2, 3, 4) * 2
+    lo = np.array([-1.0, -0.5, 0.2], np.float32).reshape(1, 3, 1)
+    hi = np.array([1.0, 1.5, 0.3], np.float32).reshape(1, 3, 1)
+    check(
+        lambda x: ops.fake_quantize(
+            x,
+            ops.constant(lo),
+            ops.constant(hi),
+            const(-2.0, np.float32),
+            const(3.0, np.float32),
+            levels,
+        ),
+        x,
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("mode", ["blocks_first", "depth_first"])
+def test_depth_to_space_and_back(mode: str, tmp_path: Path) -> None:
+    check(
+        lambda x: [ops.depth_to_space(x, mode, 2), ops.space_to_depth(x, mode, 2)],
+        rand_f32(2, 8, 4, 6),
+        tmp_path=tmp_path,
+    )
