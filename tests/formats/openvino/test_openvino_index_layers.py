@@ -313,7 +313,7 @@ def test_embedding_bag_packed(version: str, weighted: bool, tmp_path: Path) -> N
     check(build, table, weights, tmp_path=tmp_path, rtol=1e-5)
 
 
-# -- the writer: core ops as OpenVINO layers --------------------------------------------------------
+# -- the writer: core ops as OpenVINO layers -------------------------------------------------------
 
 Feeds = dict[str, np.ndarray[Any, Any]]
 
