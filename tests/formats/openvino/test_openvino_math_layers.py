@@ -249,6 +249,14 @@ def test_is_inf_is_nan_is_finite(neg: bool, pos: bool, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("to", [np.int32, np.float16, np.int64, np.bool_])
+def test_convert_like(to: Any, tmp_path: Path) -> None:
+    x = np.array([[1.7, -2.2, 0.0], [3.9, 100.4, -0.6]], np.float32)
+    like = ops.constant(np.zeros(2, to))
+    folded = opset1.convert_like(ops.constant(x * 2), like)
+    check(lambda p: [opset1.convert_like(p, like), folded], x, tmp_path=tmp_path)
+
+
 # -- writer ---------------------------------------------------------------------------------------
 Feeds = dict[str, Array]
 
@@ -460,10 +468,18 @@ def test_writer_log_sum_exp_of_infinities(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("_fresh_builder")
-def test_writer_refuses_integer_reductions_it_cannot_write(tmp_path: Path) -> None:
+def test_writer_integer_reductions(tmp_path: Path) -> None:
+    i = np.array([[3, -4, 5], [1, 2, -2]], np.int32)
+    p = _ph("i", i)
+    outs = {op: emit(op, [p, tl.constant(np.array([1]))], {"keepdims": 0}) for op in REDUCTIONS[:4]}
+    _written_runs_alike(outs, {"i": i}, tmp_path)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_refuses_what_it_cannot_write(tmp_path: Path) -> None:
     i = np.array([[3, 4]], np.int32)
-    outs = {"l2": emit("ReduceL2", [_ph("i", i)])}
-    with pytest.raises(tl.FormatError, match="OpenVINO has no ReduceL2 for int32"):
+    outs = {"shrink": emit("Shrink", [_ph("i", i)])}
+    with pytest.raises(tl.FormatError, match="OpenVINO has no Shrink for int32"):
         tl.save(tl.Model(outs), tmp_path / "w.xml")
 
 

@@ -6,11 +6,13 @@ Read here: the trigonometric and hyperbolic functions, Erf, Ceiling, Floor, Roun
 activations (Gelu-2/7, Swish-4, HSwish-4, HSigmoid-5, Mish-4, SoftPlus-4, SoftSign-9, Elu-1,
 Selu-1, PReLU-1, HardSigmoid-1), FloorMod-1, Mod-1, SquaredDifference-1, the Bitwise layers of
 opsets 13 and 15, ReduceL1-4, ReduceL2-4, ReduceLogicalAnd-1, ReduceLogicalOr-1, LogSoftmax-5,
-IsInf-10, IsNaN-10 and IsFinite-10."""
+IsInf-10, IsNaN-10, IsFinite-10 and ConvertLike-1."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+import numpy as np
 
 from ...ir.graph import Value
 from ...tensor.dtypes import DType
@@ -313,3 +315,14 @@ def _is_finite(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     x = ctx.input(0)
     bad = ctx.em.op("Or", [ctx.em.op("IsNaN", [x]), ctx.em.op("IsInf", [x])])
     return [ctx.em.op("Not", [bad])]
+
+
+@converter("ConvertLike")
+def _convert_like(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    """Convert to the element type of input #1, as Convert does (constants folded the same)."""
+    to = type_of(ctx, ctx.input(1)).dtype
+    data = ctx.const(0)
+    if data is not None:
+        with np.errstate(all="ignore"):
+            return [ctx.em.const(data.astype(to.numpy))]
+    return [ctx.em.op("Cast", [ctx.input(0)], {"to": to})]

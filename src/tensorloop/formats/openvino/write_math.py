@@ -341,7 +341,7 @@ EMITTERS: dict[str, Emitter] = {
     "LogSoftmax": _same("LogSoftmax", "opset5", axis=lambda call: call.attrs["axis"]),
     "ReduceProd": _reduction(_layer_reduce("ReduceProd")),
     "ReduceL1": _reduction(_layer_reduce("ReduceL1", "opset4")),
-    "ReduceL2": _reduction(_layer_reduce("ReduceL2", "opset4"), floats_only=True),
+    "ReduceL2": _reduction(_layer_reduce("ReduceL2", "opset4")),
     "ReduceSumSquare": _reduction(_sum_square),
     "ReduceLogSum": _reduction(_log_sum, floats_only=True),
     "ReduceLogSumExp": _reduction(_log_sum_exp, floats_only=True),
