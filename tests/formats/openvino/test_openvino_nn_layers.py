@@ -12,8 +12,10 @@ import pytest
 ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
-from openvino import opset1, opset2, opset5, opset6, opset8, opset12, opset14  # noqa: E402
+from openvino import opset1, opset2, opset5, opset6, opset8, opset10, opset11, opset12, opset14  # noqa: E402
 from openvino_layer_checks import check, const, rand_f32  # noqa: E402
+
+import tensorloop as tl  # noqa: E402
 
 # -- convolutions ---------------------------------------------------------------------------------
 
@@ -274,3 +276,119 @@ def test_depth_to_space_and_back(mode: str, tmp_path: Path) -> None:
         rand_f32(2, 8, 4, 6),
         tmp_path=tmp_path,
     )
+
+
+# -- resize ---------------------------------------------------------------------------------------
+
+COORDINATES = [
+    "half_pixel",
+    "pytorch_half_pixel",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+    "align_corners",
+]
+NEAREST = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+
+
+def _interpolate(
+    version: int, x: Any, calc: str, values: list[Any], axes: list[int] | None, **attrs: Any
+) -> Any:
+    given = const(values, np.int64 if calc == "sizes" else np.float32)
+    axes_node = None if axes is None else const(axes)
+    if version == 11:
+        return opset11.interpolate(x, given, shape_calculation_mode=calc, axes=axes_node, **attrs)
+    other = const([1.0] * len(values), np.float32) if calc == "sizes" else const([1] * len(values))
+    sizes, scales = (given, other) if calc == "sizes" else (other, given)
+    return opset10.interpolate(
+        x, sizes, scales, shape_calculation_mode=calc, axes=axes_node, **attrs
+    )
+
+
+@pytest.mark.parametrize("version", [4, 11])
+@pytest.mark.parametrize("ctm", COORDINATES)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "linear_onnx", "cubic"])
+def test_interpolate_modes(version: int, ctm: str, mode: str, tmp_path: Path) -> None:
+    x = rand_f32(1, 2, 5, 6)
+    nearest = NEAREST if mode == "nearest" else NEAREST[:1]
+    check(
+        lambda x: (
+            [
+                _interpolate(
+                    version,
+                    x,
+                    "sizes",
+                    [9, 4],
+                    [2, 3],
+                    mode=mode,
+                    coordinate_transformation_mode=ctm,
+                    nearest_mode=nm,
+                )
+                for nm in nearest
+            ]
+            + [
+                _interpolate(
+                    version,
+                    x,
+                    "scales",
+                    [2.0, 0.5],
+                    [2, 3],
+                    mode=mode,
+                    coordinate_transformation_mode=ctm,
+                    cube_coeff=-0.5,
+                ),
+                _interpolate(
+                    version,
+                    x,
+                    "scales",
+                    [0.7, 0.45],
+                    [2, 3],
+                    mode=mode,
+                    coordinate_transformation_mode=ctm,
+                ),
+                _interpolate(
+                    version,
+                    x,
+                    "scales",
+                    [1.0, 1.0, 1.5, 2.0],
+                    None,
+                    mode=mode,
+                    coordinate_transformation_mode=ctm,
+                    pads_begin=[0, 0, 1, 0],
+                    pads_end=[0, 0, 0, 2],
+                ),
+            ]
+        ),
+        x,
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+def test_interpolate_left_out_cases_are_errors(tmp_path: Path) -> None:
+    x = rand_f32(1, 2, 5, 6)
+    for build, message in [
+        (
+            lambda x: opset11.interpolate(
+                x, const([2.0], np.float32), "linear", "scales", axes=const([2]), antialias=True
+            ),
+            "antialias",
+        ),
+        (
+            lambda x: opset11.interpolate(
+                x,
+                const([2.0], np.float32),
+                "nearest",
+                "scales",
+                axes=const([2]),
+                nearest_mode="simple",
+            ),
+            "simple",
+        ),
+        (
+            lambda x: opset1.interpolate(x, const([4, 4]), {"axes": [2, 3], "mode": "nearest"}),
+            "Interpolate-1",
+        ),
+    ]:
+        with pytest.raises(tl.FormatError, match=message):
+            check(build, x, tmp_path=tmp_path)

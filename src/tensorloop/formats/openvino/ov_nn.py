@@ -402,3 +402,85 @@ def _blocks(op: str) -> Any:
 
 converter("DepthToSpace")(_blocks("DepthToSpace"))
 converter("SpaceToDepth")(_blocks("SpaceToDepth"))
+
+
+# -- resize ----------------------------------------------------------------------------------------
+_INTERPOLATE_MODES = {
+    "nearest": "nearest",
+    "linear_onnx": "linear",
+    "cubic": "cubic",
+    "linear": "linear",
+}
+_COORDINATE_MODES = (
+    "half_pixel",
+    "pytorch_half_pixel",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+    "align_corners",
+)
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+@converter("Interpolate")
+def _interpolate(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    if ctx.layer.version == "opset1":
+        raise ctx.error("Interpolate-1 is not supported; OpenVINO's converters write v4 or v11")
+    em = ctx.em
+    x = ctx.input(0)
+    t = type_of(ctx, x)
+    if t.rank is None:
+        raise ctx.error(f"Interpolate needs data of a known rank, got {t}")
+    rank = t.rank
+    mode = ctx.choice_attr(
+        "mode", ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow")
+    )
+    if mode not in _INTERPOLATE_MODES:
+        raise ctx.error(f"mode '{mode}' is not supported (no core op computes it exactly)")
+    calc = ctx.choice_attr("shape_calculation_mode", ("sizes", "scales"))
+    ctm = ctx.choice_attr("coordinate_transformation_mode", _COORDINATE_MODES, "half_pixel")
+    nearest = ctx.choice_attr("nearest_mode", (*_NEAREST_MODES, "simple"), "round_prefer_floor")
+    if mode == "nearest" and nearest == "simple":
+        raise ctx.error("nearest_mode 'simple' is not supported")
+    v4 = ctx.layer.version == "opset4"
+    values_at = (1 if calc == "sizes" else 2) if v4 else 1
+    axes_at = 3 if v4 else 2
+    axes = (
+        normalized_axes(ctx, const_ints(ctx, axes_at, "axes"), rank, "axes")
+        if has_input(inputs, axes_at)
+        else list(range(rank))
+    )
+    begin = ctx.ints_attr("pads_begin", "")
+    end = ctx.ints_attr("pads_end", "")
+    pads = [*(begin + [0] * rank)[:rank], *(end + [0] * rank)[:rank]]
+    if any(pads):
+        if any(p < 0 for p in pads):
+            raise ctx.error(f"negative pads {begin} / {end} are not supported")
+        x = em.op("Pad", [x, em.ints(pads)])
+    attrs: dict[str, Any] = {
+        "mode": _INTERPOLATE_MODES[mode],
+        "coordinate_transformation_mode": ctm,
+        "nearest_mode": nearest,
+        "cubic_coeff_a": ctx.float_attr("cube_coeff", -0.75),
+        "axes": axes,
+    }
+    if mode == "linear" and ctx.bool_attr("antialias", False):
+        raise ctx.error("mode 'linear' with antialias is not supported (its filter differs)")
+    given = ctx.input(values_at)
+    if calc == "scales" and ctm == "align_corners":
+        # OpenVINO aligns the corners of the output it computes, floor(dim * scale) long; Resize
+        # aligns those of dim * scale, fractional for a scale that does not divide evenly. Sizes
+        # say the same for both.
+        dims = type_of(ctx, x).shape
+        factors = ctx.const(values_at)
+        if factors is None or dims is None or not all(isinstance(dims[a], int) for a in axes):
+            raise ctx.error("align_corners with scales needs constant scales and static dims")
+        out = [
+            math.floor(np.float32(f) * np.float32(dims[a]))
+            for a, f in zip(axes, factors.reshape(-1).tolist(), strict=True)
+        ]
+        return [em.op("Resize", [x, None, None, em.ints(out)], attrs)]
+    if calc == "scales":
+        scales = em.op("Cast", [given], {"to": DType.float32})
+        return [em.op("Resize", [x, None, scales], attrs)]
+    sizes = em.op("Cast", [int_vector(ctx, values_at, "sizes")], {"to": DType.int64})
+    return [em.op("Resize", [x, None, None, sizes], attrs)]
