@@ -24,7 +24,7 @@ from openvino import (  # noqa: E402
     opset12,
     opset15,
 )
-from openvino_layer_checks import check, compile_cpu, const, rand_f32  # noqa: E402
+from openvino_layer_checks import check, compile_cpu, const, rand_f32, run_path  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
@@ -75,6 +75,24 @@ def test_scatter_update(axis: int, ishape: tuple[int, ...], tmp_path: Path) -> N
         updates,
         tmp_path=tmp_path,
     )
+
+
+def test_scatter_update_dynamic(tmp_path: Path) -> None:
+    data, updates = rand_f32(3, 4, 2), rand_f32(3, 2, 2)
+    idx = const([3, 0], np.int32)  # the CPU plugin takes no negative index here
+    check(
+        lambda d, u: opset3.scatter_update(d, idx, u, const(1)),
+        data,
+        updates,
+        tmp_path=tmp_path,
+        dynamic=True,
+    )
+
+
+def test_gather_nd_5_dynamic(tmp_path: Path) -> None:
+    data = rand_f32(2, 3, 4)
+    idx = RNG.integers(0, 4, (2, 3, 1))
+    check(lambda d: opset5.gather_nd(d, const(idx), 2), data, tmp_path=tmp_path, dynamic=True)
 
 
 @pytest.mark.parametrize("reduction", ["none", "sum", "prod", "min", "max", "mean"])
@@ -264,6 +282,55 @@ def test_roll_dynamic(tmp_path: Path) -> None:
     )
 
 
+_REVERSE_IR = """<?xml version="1.0"?>
+<net name="m" version="11">
+<layers>
+<layer id="0" name="x0" type="Parameter" version="opset1">
+<data shape="2,3,2" element_type="f32"/>
+<output><port id="0" precision="FP32" names="x0">{dims}</port></output>
+</layer>
+<layer id="1" name="axes" type="Const" version="opset1">
+<data element_type="{etype}" shape="{n}" offset="0" size="{size}"/>
+<output><port id="0" precision="{precision}"><dim>{n}</dim></port></output>
+</layer>
+<layer id="2" name="rev" type="Reverse" version="opset1">
+<data mode="{mode}"/>
+<input><port id="0" precision="FP32">{dims}</port>
+<port id="1" precision="{precision}"><dim>{n}</dim></port></input>
+<output><port id="2" precision="FP32" names="y">{dims}</port></output>
+</layer>
+<layer id="3" name="y" type="Result" version="opset1">
+<input><port id="0" precision="FP32">{dims}</port></input>
+</layer>
+</layers>
+<edges>
+<edge from-layer="0" from-port="0" to-layer="2" to-port="0"/>
+<edge from-layer="1" from-port="0" to-layer="2" to-port="1"/>
+<edge from-layer="2" from-port="2" to-layer="3" to-port="0"/>
+</edges>
+</net>
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "axes"),
+    [("index", [0]), ("index", [2, -2]), ("index", [0, 1, 2]), ("mask", [True, False, True])],
+)
+def test_reverse(mode: str, axes: list[Any], tmp_path: Path) -> None:
+    """OpenVINO's Python API builds no Reverse-1: its IR is written here by hand."""
+    data = np.array(axes, bool if mode == "mask" else np.int64)
+    etype, precision = ("boolean", "BOOL") if mode == "mask" else ("i64", "I64")
+    dims = "<dim>2</dim><dim>3</dim><dim>2</dim>"
+    path = tmp_path / "m.xml"
+    path.write_text(
+        _REVERSE_IR.format(
+            dims=dims, etype=etype, precision=precision, n=data.size, size=data.nbytes, mode=mode
+        )
+    )
+    (tmp_path / "m.bin").write_bytes(data.tobytes())
+    run_path(path, {"x0": rand_f32(2, 3, 2)})
+
+
 # -- searching layers ----------------------------------------------------------------------------
 
 
@@ -309,6 +376,41 @@ def test_embedding_bag_packed(version: str, weighted: bool, tmp_path: Path) -> N
         if version == "v3":
             return opset3.embedding_bag_packed_sum(t, idx, ws)
         return opset15.embedding_bag_packed(t, idx, ws, version)
+
+    check(build, table, weights, tmp_path=tmp_path, rtol=1e-5)
+
+
+@pytest.mark.parametrize("version", ["v3", "sum", "mean"])
+@pytest.mark.parametrize(("default", "weighted"), [(False, False), (True, False), (True, True)])
+def test_embedding_bag_offsets(version: str, default: bool, weighted: bool, tmp_path: Path) -> None:
+    if weighted and version == "mean":
+        pytest.skip("OpenVINO weighs samples in sum mode only")
+    table = rand_f32(5, 2, 3)
+    idx = const([0, 2, 4, 4, 1], np.int32)
+    offsets = const([0, 2, 2, 4], np.int32)  # bag 1 is empty (the CPU plugin takes no offset == K)
+    weights = rand_f32(5)
+
+    def build(t: Any, w: Any) -> Any:
+        d = const(3, np.int32) if default else None
+        ws = w if weighted else None
+        if version == "v3":
+            return opset3.embedding_bag_offsets_sum(t, idx, offsets, d, ws)
+        return opset15.embedding_bag_offsets(t, idx, offsets, d, ws, version)
+
+    check(build, table, weights, tmp_path=tmp_path, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("default", "weighted"), [(False, False), (True, True)])
+def test_embedding_segments_sum(default: bool, weighted: bool, tmp_path: Path) -> None:
+    table, weights = rand_f32(5, 3), rand_f32(4)
+    idx, segments = const([0, 2, 4, 4]), const([0, 0, 2, 2])  # the spec wants them sorted
+
+    def build(t: Any, w: Any) -> Any:
+        d = const(1) if default else None
+        ws = w if weighted else None
+        if not default:  # weights need a default index before them
+            return opset3.embedding_segments_sum(t, idx, segments, const(4))
+        return opset3.embedding_segments_sum(t, idx, segments, const(4), d, ws)
 
     check(build, table, weights, tmp_path=tmp_path, rtol=1e-5)
 

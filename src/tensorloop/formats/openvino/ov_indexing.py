@@ -424,3 +424,79 @@ def _embedding_bag_packed(ctx: LayerContext, inputs: list[Value | None]) -> list
         rows = em.op("Mul", [rows, w])
     op = "ReduceMean" if reduction == "mean" else "ReduceSum"
     return [em.op(op, [rows, em.ints([1])], {"keepdims": 0})]
+
+
+@converter("EmbeddingSegmentsSum")
+def _embedding_segments_sum(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    segments = cast_to(ctx, ctx.input(2), DType.int64)
+    count = _vector(ctx, cast_to(ctx, scalar_input(ctx, 3, "num_segments"), DType.int64))
+    default = 4 if has_input(inputs, 4) else None
+    weights = 5 if has_input(inputs, 5) else None
+    return [_bags(ctx, segments, count, default, weights, "sum")]
+
+
+@converter("EmbeddingBagOffsetsSum", "EmbeddingBagOffsets")
+def _embedding_bag_offsets(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    """Index k belongs to bag (the number of offsets <= k) - 1: offsets never decrease."""
+    em = ctx.em
+    reduction = ctx.choice_attr("reduction", ("sum", "mean"), "sum")
+    offsets = cast_to(ctx, ctx.input(2), DType.int64)
+    k = em.op("Shape", [ctx.input(1)], {"end": 1})
+    zero, one = em.const(np.int64(0)), em.const(np.int64(1))
+    positions = em.op("Range", [zero, em.op("Squeeze", [k, em.ints([0])]), one])
+    at_or_before = em.op("LessOrEqual", [offsets, em.op("Unsqueeze", [positions, em.ints([1])])])
+    seen = em.op(
+        "ReduceSum",
+        [em.op("Cast", [at_or_before], {"to": DType.int64}), em.ints([1])],
+        {"keepdims": 0},
+    )
+    segments = em.op("Sub", [seen, one])
+    count = em.op("Shape", [offsets])
+    default = 3 if has_input(inputs, 3) else None
+    weights = 4 if has_input(inputs, 4) else None
+    return [_bags(ctx, segments, count, default, weights, reduction)]
+
+
+def _vector(ctx: LayerContext, v: Value) -> Value:
+    return ctx.em.op("Unsqueeze", [v, ctx.em.ints([0])])
+
+
+def _bags(
+    ctx: LayerContext,
+    segments: Value,
+    count: Value,
+    default: int | None,
+    weights: int | None,
+    reduction: str,
+) -> Value:
+    """Table rows of input #1's indices summed (or averaged) per bag ``segments`` names, into
+    ``count`` (a 1-element vector) bags; an empty bag is the row at input ``default``, or zeros."""
+    em = ctx.em
+    table = ctx.input(0)
+    dt = type_of(ctx, table).dtype
+    tr = rank_of(ctx, 0, "emb_table")
+    rows = em.op("Gather", [table, cast_to(ctx, ctx.input(1), DType.int64)], {"axis": 0})
+    if weights is not None:
+        w = ctx.input(weights)
+        rows = em.op("Mul", [rows, em.op("Unsqueeze", [w, em.ints(list(range(1, tr)))])])
+    where = em.op("Unsqueeze", [segments, em.ints([1])])
+    shape = em.op("Concat", [count, em.op("Shape", [table], {"start": 1})], {"axis": 0})
+    zeros = em.op("Expand", [scalar_const(ctx, 0, dt), shape])
+    out = em.op("ScatterND", [zeros, where, rows], {"reduction": "add"})
+    ones = em.op("Expand", [em.const(np.int64(1)), em.op("Shape", [segments])])
+    sizes = em.op(
+        "ScatterND",
+        [em.op("Expand", [em.const(np.int64(0)), count]), where, ones],
+        {"reduction": "add"},
+    )
+    if reduction == "mean":
+        divisor = em.op("Cast", [em.op("Max", [sizes, em.const(np.int64(1))])], {"to": dt})
+        out = em.op("Div", [out, em.op("Unsqueeze", [divisor, em.ints(list(range(1, tr)))])])
+    if default is None:
+        return out
+    empty = em.op("Equal", [sizes, em.const(np.int64(0))])
+    if tr > 1:
+        empty = em.op("Unsqueeze", [empty, em.ints(list(range(1, tr)))])
+    index = cast_to(ctx, scalar_input(ctx, default, "default_index"), DType.int64)
+    fallback = em.op("Gather", [table, index], {"axis": 0})
+    return em.op("Where", [empty, fallback, out])
