@@ -23,8 +23,8 @@ DOC = ROOT / "docs" / "openvino.md"
 BEGIN, END = "<!-- opset16 table begins -->", "<!-- opset16 table ends -->"
 
 SPELLINGS = {
-    "abs": "Abs", "absolute": None, "ceiling": None, "cumsum": None, "if_op": "If",
-    "relu": "ReLU", "prelu": "PRelu", "hsigmoid": "HSigmoid", "hswish": "HSwish",
+    "abs": "Abs", "absolute": None, "ceil": "Ceiling", "ceiling": None, "cumsum": None, "if_op": "If",
+    "relu": "ReLU", "prelu": "PReLU", "hsigmoid": "HSigmoid", "hswish": "HSwish",
     "lrn": "LRN", "mvn": "MVN", "grn": "GRN", "dft": "DFT", "idft": "IDFT", "rdft": "RDFT",
     "irdft": "IRDFT", "stft": "STFT", "istft": "ISTFT", "topk": "TopK", "matmul": "MatMul",
     "softmax": "SoftMax", "softplus": "SoftPlus", "softsign": "SoftSign", "cum_sum": "CumSum",
