@@ -27,4 +27,5 @@ def _load(path: str | os.PathLike[str], **options: Any) -> Model:
     return load_openvino(path, **options)
 
 
-from . import writer  # noqa: E402,F401  (registers tl.save for .xml)
+# writer registers tl.save for .xml; the ov_* modules register more layer converters
+from . import ov_detection, ov_misc, ov_signal, writer  # noqa: E402,F401

@@ -1,0 +1,7 @@
+"""OpenVINO remaining tensor (space/batch shuffles, adaptive pooling, grid sampling, attention,
+colour conversion, CTC, segment) layers read as core ops: one converter per layer type, at every
+opset version OpenVINO's converters write."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
