@@ -341,6 +341,22 @@ def test_writer_unary_ops(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("_fresh_builder")
+def test_writer_half_precision(tmp_path: Path) -> None:
+    x = _uniform(-3, 3, 4, 5).astype(np.float16)
+    p = _ph("x", x)
+    outs = {
+        "selu": emit("Selu", [p]),
+        "hard_sigmoid": emit("HardSigmoid", [p]),
+        "swish": emit("Swish", [p], {"alpha": 0.6}),
+        "leaky": emit("LeakyRelu", [p], {"alpha": 0.15}),
+        "mod": emit("Mod", [p, tl.constant(np.float16(0.75))]),
+        "l2": emit("ReduceL2", [p, tl.constant(np.array([1]))]),
+        "lse": emit("ReduceLogSumExp", [p, tl.constant(np.array([0]))]),
+    }
+    _written_runs_alike(outs, {"x": x}, tmp_path, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
 def test_writer_predicates_and_integer_sign(tmp_path: Path) -> None:
     x = np.array([[np.inf, -np.inf, 1.0], [np.nan, 0.0, -3e38]], np.float32)
     i = np.array([[-4, 0, 9]], np.int32)
