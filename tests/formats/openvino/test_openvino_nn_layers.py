@@ -13,9 +13,10 @@ ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
 from openvino import opset1, opset2, opset5, opset6, opset8, opset10, opset11, opset12, opset14  # noqa: E402
-from openvino_layer_checks import check, const, rand_f32  # noqa: E402
+from openvino_layer_checks import check, compile_cpu, const, rand_f32  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
+from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
 
 # -- convolutions ---------------------------------------------------------------------------------
 
@@ -392,3 +393,188 @@ def test_interpolate_left_out_cases_are_errors(tmp_path: Path) -> None:
     ]:
         with pytest.raises(tl.FormatError, match=message):
             check(build, x, tmp_path=tmp_path)
+
+
+# -- the writer: tensorloop models saved as IR, run by OpenVINO -----------------------------------
+
+
+@pytest.fixture
+def fresh() -> None:
+    tl.reset()
+
+
+def _saved_and_run(outs: dict[str, Any], feeds: dict[str, Any], tmp_path: Path) -> None:
+    """Save the model, run it on the CPU plugin and here, compare; then read the IR back."""
+    model = tl.Model(outs)
+    path = tmp_path / "w.xml"
+    tl.save(model, path)
+    compiled = compile_cpu(path)
+    got = compiled(feeds)
+    want = model.run(feeds)
+    for out in compiled.outputs:
+        name = out.get_any_name()
+        theirs = np.asarray(got[out])
+        assert theirs.shape == want[name].shape, name
+        np.testing.assert_allclose(theirs, want[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    again = tl.load(path).run(feeds)
+    for name in model.output_names:
+        np.testing.assert_allclose(again[name], want[name], rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def _ph(name: str, a: Any) -> Any:
+    return tl.placeholder(a.dtype, a.shape, name=name)
+
+
+def _c(a: Any) -> Any:
+    return tl.constant(np.asarray(a))
+
+
+X4 = rand_f32(2, 4, 7, 6)
+
+
+@pytest.mark.usefixtures("fresh")
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2]},
+        {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+        {"auto_pad": "SAME_LOWER", "strides": [2, 3]},
+        {"auto_pad": "VALID", "group": 2},
+        {"group": 4, "pads": [1, 1, 1, 1]},
+    ],
+)
+def test_write_conv(attrs: dict[str, Any], tmp_path: Path) -> None:
+    group = attrs.get("group", 1)
+    w, b = rand_f32(8, 4 // group, 3, 2), rand_f32(8)
+    x = _ph("x", X4)
+    outs = {
+        "y": emit("Conv", [x, _c(w), _c(b)], attrs),
+        "nobias": emit("Conv", [x, _c(w)], attrs),
+    }
+    _saved_and_run(outs, {"x": X4}, tmp_path)
+
+
+@pytest.mark.usefixtures("fresh")
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"strides": [2, 3], "pads": [1, 0, 0, 2], "output_padding": [1, 2]},
+        {"strides": [2, 2], "output_shape": [15, 13]},
+        {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+        {"auto_pad": "SAME_LOWER", "strides": [2, 3], "group": 2},
+        {"auto_pad": "VALID", "group": 4, "dilations": [2, 1]},
+    ],
+)
+def test_write_conv_transpose(attrs: dict[str, Any], tmp_path: Path) -> None:
+    group = attrs.get("group", 1)
+    w = rand_f32(4, 6 // group, 3, 3)
+    b = rand_f32(w.shape[1] * group)
+    x = _ph("x", X4)
+    outs = {"y": emit("ConvTranspose", [x, _c(w), _c(b)], attrs)}
+    _saved_and_run(outs, {"x": X4}, tmp_path)
+
+
+@pytest.mark.usefixtures("fresh")
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"kernel_shape": [2, 2]},
+        {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1]},
+        {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1, "pads": [0, 0, 1, 1]},
+        {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
+        {"kernel_shape": [2, 3], "strides": [2, 3], "auto_pad": "SAME_LOWER"},
+        {"kernel_shape": [2, 2], "auto_pad": "VALID", "strides": [3, 2]},
+    ],
+)
+def test_write_pools(attrs: dict[str, Any], tmp_path: Path) -> None:
+    x = _ph("x", X4)
+    values, index = emit_node("MaxPool", [x], attrs)
+    outs = {"max": values, "index": index}
+    outs["dilated"] = emit_node("MaxPool", [x], {**attrs, "dilations": [1, 2]})[0]
+    outs["avg"] = emit("AveragePool", [x], attrs)
+    outs["avg_pads"] = emit("AveragePool", [x], {**attrs, "count_include_pad": 1})
+    outs["gavg"] = emit("GlobalAveragePool", [x])
+    outs["gmax"] = emit("GlobalMaxPool", [x])
+    _saved_and_run(outs, {"x": X4}, tmp_path)
+
+
+@pytest.mark.usefixtures("fresh")
+def test_write_normalizations(tmp_path: Path) -> None:
+    x = _ph("x", X4)
+    s, b, m = rand_f32(4), rand_f32(4), rand_f32(4)
+    v = np.abs(rand_f32(4)) + 0.1
+    bn = emit_node("BatchNormalization", [x, _c(s), _c(b), _c(m), _c(v)], {"epsilon": 1e-3})
+    outs = {"bn": bn[0]}
+    outs["lrn"] = emit("LRN", [x], {"size": 3, "alpha": 0.5, "beta": 0.75, "bias": 2.0})
+    outs["inorm"] = emit("InstanceNormalization", [x, _c(s), _c(b)], {"epsilon": 1e-3})
+    y, mean, inv = emit_node("LayerNormalization", [x, _c(rand_f32(7, 6))], {"axis": 2})
+    outs |= {"lnorm": y, "mean": mean, "inv": inv}
+    outs["lnorm_b"] = emit_node(
+        "LayerNormalization", [x, _c(rand_f32(6)), _c(rand_f32(6))], {"epsilon": 0.1}
+    )[0]
+    outs["mvn"] = emit("MeanVarianceNormalization", [x])
+    outs["mvn1"] = emit("MeanVarianceNormalization", [x], {"axes": [1, -1]})
+    _saved_and_run(outs, {"x": X4}, tmp_path)
+
+
+@pytest.mark.usefixtures("fresh")
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_write_blocks(mode: str, tmp_path: Path) -> None:
+    x = _ph("x", X4[:, :, :6])
+    outs = {
+        "d2s": emit("DepthToSpace", [x], {"blocksize": 2, "mode": mode}),
+        "s2d": emit("SpaceToDepth", [x], {"blocksize": 2, "mode": mode}),
+    }
+    _saved_and_run(outs, {"x": X4[:, :, :6]}, tmp_path)
+
+
+@pytest.mark.usefixtures("fresh")
+@pytest.mark.parametrize("ctm", COORDINATES)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_write_resize(ctm: str, mode: str, tmp_path: Path) -> None:
+    x = _ph("x", X4)
+    empty = _c(np.zeros(0, np.float32))
+    attrs = {"mode": mode, "coordinate_transformation_mode": ctm, "cubic_coeff_a": -0.5}
+    outs = {
+        "sizes": emit("Resize", [x, None, empty, _c(np.array([9, 4]))], {**attrs, "axes": [2, 3]}),
+        "scales": emit("Resize", [x, None, _c(np.array([1, 1, 2, 0.5], np.float32))], attrs),
+    }
+    for nm in NEAREST if mode == "nearest" else []:
+        outs[nm] = emit(
+            "Resize",
+            [x, None, None, _c(np.array([5, 11]))],
+            {**attrs, "axes": [-2, -1], "nearest_mode": nm},
+        )
+    _saved_and_run(outs, {"x": X4}, tmp_path)
+
+
+@pytest.mark.usefixtures("fresh")
+@pytest.mark.parametrize(
+    ("op", "attrs", "extra", "message"),
+    [
+        ("LRN", {"size": 4}, [], "even size"),
+        ("MaxPool", {"kernel_shape": [2, 2], "storage_order": 1}, [], "storage_order"),
+        ("AveragePool", {"kernel_shape": [2, 2], "dilations": [2, 2]}, [], "dilations"),
+        (
+            "Resize",
+            {"coordinate_transformation_mode": "half_pixel_symmetric"},
+            ["scales"],
+            "half_pixel_symmetric",
+        ),
+        ("Resize", {"antialias": 1, "mode": "linear"}, ["scales"], "antialias"),
+        ("Resize", {"coordinate_transformation_mode": "align_corners"}, ["odd"], "align_corners"),
+    ],
+)
+def test_write_left_out_cases_are_errors(
+    op: str, attrs: dict[str, Any], extra: list[str], message: str, tmp_path: Path
+) -> None:
+    x = _ph("x", X4)
+    ins: list[Any] = [x]
+    if extra:
+        scale = 1.5 if extra == ["odd"] else 2.0
+        ins += [None, _c(np.array([1, 1, scale, 2], np.float32))]
+    y = emit_node(op, ins, attrs)[0]
+    with pytest.raises(tl.FormatError, match=message):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")

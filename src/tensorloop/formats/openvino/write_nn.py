@@ -3,7 +3,367 @@ layers; merged into ``write_ops.OP_EMITTERS``."""
 
 from __future__ import annotations
 
-from .write_net import Emitter
+from typing import Any
 
-EMITTERS: dict[str, Emitter] = {}
+import numpy as np
+
+from ...ops.window import transpose_out_shape
+from ...tensor.dtypes import DType
+from ...tensor.types import UNKNOWN, TensorType
+from .write_net import Call, Emitter, NetBuilder, Tensor, convert
+
+_AUTO_PADS = {
+    "NOTSET": "explicit",
+    "SAME_UPPER": "same_upper",
+    "SAME_LOWER": "same_lower",
+    "VALID": "valid",
+}
+
+
+def _csv(values: list[int]) -> str:
+    """A list attribute as the IR writes it."""
+    return ",".join(str(v) for v in values)
+
+
+def _spatial(call: Call, x: Tensor) -> int:
+    if x.rank is None or x.rank < 3:
+        raise call.error(f"OpenVINO needs X of (N, C, D1, ...) with a known rank, got {x.type}")
+    return x.rank - 2
+
+
+def _ints(call: Call, key: str, n: int, fill: int) -> list[int]:
+    value = call.attrs.get(key)
+    return [fill] * n if value is None else [int(v) for v in value]
+
+
+def _window(call: Call, n: int) -> dict[str, Any]:
+    """strides / pads_begin / pads_end / auto_pad as OpenVINO's attributes."""
+    pads = _ints(call, "pads", 2 * n, 0)
+    return {
+        "strides": _csv(_ints(call, "strides", n, 1)),
+        "pads_begin": _csv(pads[:n]),
+        "pads_end": _csv(pads[n:]),
+        "auto_pad": _AUTO_PADS[call.attrs.get("auto_pad", "NOTSET")],
+    }
+
+
+def _static_tail(call: Call, t: Tensor, what: str) -> list[int]:
+    shape = t.type.shape
+    if shape is None or not all(isinstance(d, int) for d in shape[1:]):
+        raise call.error(f"OpenVINO's grouped layers need {what} of a static shape, got {t.type}")
+    return [int(d) for d in shape[1:]]
+
+
+def _reshape(net: NetBuilder, t: Tensor, dims: list[int]) -> Tensor:
+    if t.value is not None:
+        return net.const(np.asarray(t.value).reshape(dims))
+    shape = [UNKNOWN if d == -1 else d for d in dims]
+    return net.op("Reshape", [t, net.ints(dims)], t.type.with_shape(shape), special_zero=False)
+
+
+def _add_bias(net: NetBuilder, y: Tensor, bias: Tensor | None, out: TensorType) -> Tensor:
+    """y + bias along axis 1 (bias of one entry per channel)."""
+    if bias is None:
+        return y
+    assert y.rank is not None
+    per_channel = _reshape(net, bias, [1, -1, *[1] * (y.rank - 2)])
+    return net.op("Add", [y, per_channel], out, auto_broadcast="numpy")
+
+
+def _conv(net: NetBuilder, call: Call) -> list[Tensor]:
+    x, w = call.arg(0), call.arg(1)
+    n = _spatial(call, x)
+    group: int = call.attrs["group"]
+    data = {**_window(call, n), "dilations": _csv(_ints(call, "dilations", n, 1))}
+    if group == 1:
+        y = net.op("Convolution", [x, w], call.out, **data)
+    else:
+        tail = _static_tail(call, w, "W")
+        grouped = _reshape(net, w, [group, -1, *tail])
+        y = net.op("GroupConvolution", [x, grouped], call.out, **data)
+    return [_add_bias(net, y, call.opt(2), call.out)]
+
+
+def _conv_transpose(net: NetBuilder, call: Call) -> list[Tensor]:
+    x, w = call.arg(0), call.arg(1)
+    n = _spatial(call, x)
+    group: int = call.attrs["group"]
+    attrs = call.attrs
+    strides = _ints(call, "strides", n, 1)
+    dilations = _ints(call, "dilations", n, 1)
+    extra = _ints(call, "output_padding", n, 0)
+    auto = attrs.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", "VALID") and attrs.get("output_shape") is None:
+        pads = [0] * (2 * n) if auto == "VALID" else _ints(call, "pads", 2 * n, 0)
+    else:
+        # The output shape (given, or SAME's) sets the crops: work them out here as pads.
+        shape = x.type.shape
+        kernel = None if w.type.shape is None else w.type.shape[2:]
+        if shape is None or not all(isinstance(d, int) for d in (*shape[2:], *(kernel or [None]))):
+            raise call.error("output_shape or auto_pad SAME_* needs static spatial dims and kernel")
+        assert kernel is not None
+        geo = transpose_out_shape(attrs, [int(k) for k in kernel], [int(d) for d in shape[2:]])
+        pads = [g[1] for g in geo] + [g[2] for g in geo]
+        if any(p < 0 for p in pads):
+            raise call.error(
+                f"an output_shape past the full result (crops {pads}) is not supported"
+            )
+    data = {
+        "strides": _csv(strides),
+        "dilations": _csv(dilations),
+        "pads_begin": _csv(pads[:n]),
+        "pads_end": _csv(pads[n:]),
+        "auto_pad": "explicit",
+        "output_padding": _csv(extra),
+    }
+    if group == 1:
+        y = net.op("ConvolutionBackpropData", [x, w], call.out, **data)
+    else:
+        tail = _static_tail(call, w, "W")
+        grouped = _reshape(net, w, [group, -1, *tail])
+        y = net.op("GroupConvolutionBackpropData", [x, grouped], call.out, **data)
+    return [_add_bias(net, y, call.opt(2), call.out)]
+
+
+def _pool_data(call: Call, x: Tensor) -> dict[str, Any]:
+    n = _spatial(call, x)
+    return {
+        **_window(call, n),
+        "kernel": _csv([int(k) for k in call.attrs["kernel_shape"]]),
+        # OpenVINO's ceil_torch drops a last window that would start in the end pad, as ONNX's
+        # ceil_mode does; its plain "ceil" would keep it.
+        "rounding_type": "ceil_torch" if call.attrs["ceil_mode"] else "floor",
+    }
+
+
+def _max_pool(net: NetBuilder, call: Call) -> list[Tensor]:
+    x = call.arg(0)
+    if call.attrs["storage_order"]:
+        raise call.error("MaxPool with storage_order=1 (column-major indices) is not supported")
+    n = _spatial(call, x)
+    data = {**_pool_data(call, x), "dilations": _csv(_ints(call, "dilations", n, 1))}
+    values, index = net.layer(
+        "MaxPool",
+        [x],
+        call.outs,
+        "opset14",
+        **data,
+        index_element_type=DType.int64,
+        axis=0,
+    )
+    return [values, index]
+
+
+def _average_pool(net: NetBuilder, call: Call) -> list[Tensor]:
+    x = call.arg(0)
+    n = _spatial(call, x)
+    if any(d != 1 for d in _ints(call, "dilations", n, 1)):
+        raise call.error("OpenVINO's AvgPool has no dilations")
+    exclude = not call.attrs["count_include_pad"]
+    data = {**_pool_data(call, x), "exclude-pad": exclude}
+    return [net.op("AvgPool", [x], call.out, "opset14", **data)]
+
+
+def _global(type_: str) -> Emitter:
+    def emit(net: NetBuilder, call: Call) -> list[Tensor]:
+        x = call.arg(0)
+        if x.rank is None:
+            raise call.error(f"OpenVINO needs X of a known rank, got {x.type}")
+        axes = net.ints(list(range(2, x.rank)))
+        return [net.op(type_, [x, axes], call.out, keep_dims=True)]
+
+    return emit
+
+
+def _batch_norm(net: NetBuilder, call: Call) -> list[Tensor]:
+    if call.attrs["training_mode"]:
+        raise call.error("BatchNormalization with training_mode=1 is not supported")
+    x = call.arg(0)
+    dt = x.type.dtype
+    stats = [convert(net, call.arg(i), dt) for i in range(1, 5)]
+    y = net.op(
+        "BatchNormInference", [x, *stats], call.out, "opset5", epsilon=float(call.attrs["epsilon"])
+    )
+    return [y, call.arg(3), call.arg(4)]
+
+
+def _lrn(net: NetBuilder, call: Call) -> list[Tensor]:
+    size: int = call.attrs["size"]
+    if size % 2 == 0:
+        # OpenVINO reaches (size - 1) // 2 channels either side; ONNX one further after.
+        raise call.error(f"LRN of even size {size} is not supported (OpenVINO's window differs)")
+    return [
+        net.op(
+            "LRN",
+            [call.arg(0), net.ints([1])],
+            call.out,
+            alpha=float(call.attrs["alpha"]),
+            beta=float(call.attrs["beta"]),
+            bias=float(call.attrs["bias"]),
+            size=size,
+        )
+    ]
+
+
+def _mvn(net: NetBuilder, x: Tensor, axes: list[int], eps: float, inside: bool) -> Tensor:
+    return net.op(
+        "MVN",
+        [x, net.ints(axes)],
+        x.type,
+        "opset6",
+        normalize_variance=True,
+        eps=eps,
+        eps_mode="inside_sqrt" if inside else "outside_sqrt",
+    )
+
+
+def _instance_norm(net: NetBuilder, call: Call) -> list[Tensor]:
+    x = call.arg(0)
+    n = _spatial(call, x)
+    y = _mvn(net, x, list(range(2, n + 2)), float(call.attrs["epsilon"]), True)
+    assert x.rank is not None
+    scale = _reshape(net, call.arg(1), [1, -1, *[1] * n])
+    y = net.op("Multiply", [y, scale], call.out, auto_broadcast="numpy")
+    return [_add_bias(net, y, call.arg(2), call.out)]
+
+
+def _layer_norm(net: NetBuilder, call: Call) -> list[Tensor]:
+    x = call.arg(0)
+    if x.rank is None:
+        raise call.error(f"OpenVINO needs X of a known rank, got {x.type}")
+    axis = call.normalize_axis(call.attrs["axis"], x.rank)
+    axes = list(range(axis, x.rank))
+    eps = float(call.attrs["epsilon"])
+    y_type, mean_type, inv_type = call.outs
+    stash = mean_type.dtype
+    xs = convert(net, x, stash)
+    y = convert(net, _mvn(net, xs, axes, eps, True), x.type.dtype)
+    y = net.op("Multiply", [y, call.arg(1)], y_type, auto_broadcast="numpy")
+    bias = call.opt(2)
+    if bias is not None:
+        y = net.op("Add", [y, bias], y_type, auto_broadcast="numpy")
+    # The statistics, as the op's second and third outputs.
+    axes_t = net.ints(axes)
+    mean = net.op("ReduceMean", [xs, axes_t], mean_type, keep_dims=True)
+    centered = net.op("Subtract", [xs, mean], xs.type, auto_broadcast="numpy")
+    square = net.op("Multiply", [centered, centered], xs.type, auto_broadcast="numpy")
+    var = net.op("ReduceMean", [square, axes_t], inv_type, keep_dims=True)
+    var = net.op("Add", [var, net.const(eps, stash)], inv_type, auto_broadcast="numpy")
+    inv = net.op(
+        "Divide",
+        [net.const(1.0, stash), net.op("Sqrt", [var], inv_type)],
+        inv_type,
+        auto_broadcast="numpy",
+    )
+    return [y, mean, inv]
+
+
+def _mean_variance(net: NetBuilder, call: Call) -> list[Tensor]:
+    x = call.arg(0)
+    axes = [call.normalize_axis(int(a), x.rank, "axes") for a in call.attrs["axes"]]
+    return [_mvn(net, x, axes, 1e-9, False)]
+
+
+def _blocks(type_: str) -> Emitter:
+    def emit(net: NetBuilder, call: Call) -> list[Tensor]:
+        mode = "blocks_first" if call.attrs["mode"] == "DCR" else "depth_first"
+        return [
+            net.op(type_, [call.arg(0)], call.out, mode=mode, block_size=call.attrs["blocksize"])
+        ]
+
+    return emit
+
+
+_RESIZE_COORDINATES = (
+    "half_pixel",
+    "pytorch_half_pixel",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+    "align_corners",
+)
+_RESIZE_MODES = {"nearest": "nearest", "linear": "linear_onnx", "cubic": "cubic"}
+
+
+def _present(t: Tensor | None) -> bool:
+    """Resize counts an empty tensor as an absent input."""
+    if t is None:
+        return False
+    shape = t.type.shape
+    return not (shape is not None and len(shape) == 1 and shape[0] == 0)
+
+
+def _resize(net: NetBuilder, call: Call) -> list[Tensor]:
+    a = call.attrs
+    x = call.arg(0)
+    ctm = a["coordinate_transformation_mode"]
+    if ctm not in _RESIZE_COORDINATES:
+        raise call.error(f"coordinate_transformation_mode '{ctm}' has no OpenVINO Interpolate")
+    if a["antialias"] or a["exclude_outside"] or a["keep_aspect_ratio_policy"] != "stretch":
+        raise call.error(
+            "Resize with antialias, exclude_outside or a keep_aspect_ratio_policy other than "
+            "stretch has no OpenVINO Interpolate that computes the same"
+        )
+    if x.rank is None:
+        raise call.error(f"OpenVINO needs X of a known rank, got {x.type}")
+    axes = [
+        call.normalize_axis(int(v), x.rank, "axes")
+        for v in (range(x.rank) if a["axes"] is None else a["axes"])
+    ]
+    scales, sizes = call.opt(2), call.opt(3)
+    if _present(sizes):
+        assert sizes is not None
+        given, calc = sizes, "sizes"
+    elif scales is not None:
+        given, calc = convert(net, scales, DType.float32), "scales"
+        if ctm == "align_corners":
+            # Resize aligns the corners of dim * scale cells, OpenVINO those of floor(that):
+            # the same only where the scale divides evenly.
+            shape = x.type.shape
+            values = scales.value
+            if values is None or shape is None:
+                raise call.error("align_corners with scales needs constant scales and static dims")
+            for axis, s in zip(axes, np.asarray(values).reshape(-1).tolist(), strict=True):
+                d = shape[axis]
+                length = np.float32(s) * np.float32(d) if isinstance(d, int) else None
+                if length is None or not float(length).is_integer():
+                    raise call.error(
+                        f"align_corners with scale {s} on axis {axis} of {x.type}: OpenVINO "
+                        "aligns a different output length"
+                    )
+    else:
+        raise call.error("Resize needs scales or sizes")
+    return [
+        net.op(
+            "Interpolate",
+            [x, given, net.ints(axes)],
+            call.out,
+            "opset11",
+            mode=_RESIZE_MODES[a["mode"]],
+            shape_calculation_mode=calc,
+            coordinate_transformation_mode=ctm,
+            nearest_mode=a["nearest_mode"],
+            antialias=False,
+            pads_begin=_csv([0] * x.rank),
+            pads_end=_csv([0] * x.rank),
+            cube_coeff=float(a["cubic_coeff_a"]),
+        )
+    ]
+
+
+EMITTERS: dict[str, Emitter] = {
+    "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
+    "MaxPool": _max_pool,
+    "AveragePool": _average_pool,
+    "GlobalAveragePool": _global("ReduceMean"),
+    "GlobalMaxPool": _global("ReduceMax"),
+    "BatchNormalization": _batch_norm,
+    "LRN": _lrn,
+    "InstanceNormalization": _instance_norm,
+    "LayerNormalization": _layer_norm,
+    "MeanVarianceNormalization": _mean_variance,
+    "DepthToSpace": _blocks("DepthToSpace"),
+    "SpaceToDepth": _blocks("SpaceToDepth"),
+    "Resize": _resize,
+}
 """Emitters of this family, by core op name."""
