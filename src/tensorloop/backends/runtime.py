@@ -114,6 +114,8 @@ def coerce_inputs(
     """Match user inputs (by name or position) to the graph's parameters and check their types."""
     prefix = f"{where}: " if where else ""
     params = graph.inputs
+    if isinstance(inputs, Mapping) and graph.input_aliases:
+        inputs = _by_input_name(graph, inputs, prefix)
     if isinstance(inputs, Mapping):
         unknown = sorted(set(inputs) - {p.name for p in params})
         if unknown:
@@ -130,6 +132,19 @@ def coerce_inputs(
         if len(values) != len(params):
             raise InputError(f"{prefix}the model takes {len(params)} inputs, got {len(values)}")
     return [_coerce(p.name, p.type, v, prefix) for p, v in zip(params, values, strict=True)]
+
+
+def _by_input_name(graph: Graph, inputs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """``inputs`` keyed by input name, an alias (``Graph.input_aliases``) standing for its input;
+    one input given under two of its names is an error."""
+    names = {p.name for p in graph.inputs}
+    out: dict[str, Any] = {}
+    for key, value in inputs.items():
+        name = key if key in names else graph.input_aliases.get(key, key)
+        if name in out:
+            raise InputError(f"{prefix}input '{name}' is given twice (also as '{key}')")
+        out[name] = value
+    return out
 
 
 def _coerce(name: str, expected: Type, value: Any, prefix: str) -> Any:

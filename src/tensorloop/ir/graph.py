@@ -176,6 +176,9 @@ class Graph:
         self.outputs: list[Value] = []
         self.nodes: list[Node] = []
         self.variables: dict[str, Variable] = {}
+        self.input_aliases: dict[str, str] = {}
+        """Other names an input answers to (``{alias: input name}``), as a port of an OpenVINO
+        IR carries several tensor names and OpenVINO accepts any of them."""
         self._names: set[str] = set()
         self._counter = itertools.count()
 
@@ -359,6 +362,7 @@ def clone_graph(graph: Graph, name: str | None = None) -> Graph:
         mapping[v] = new.add_input(v.name, v.type)
     for var in graph.variables.values():
         new.variables[var.name] = Variable(var.name, var.initial, var.trainable)
+    new.input_aliases = dict(graph.input_aliases)
     for node in graph.nodes:
         new.append(copy_node(node, mapping))
     new.outputs = [mapping[o] for o in graph.outputs]

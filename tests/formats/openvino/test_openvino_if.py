@@ -340,14 +340,11 @@ def test_input_keeps_its_framework_name_and_records_aliases(tmp_path: Path) -> N
     run_path(path, {"X": rand_f32(2), "W": rand_f32(2)})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="coerce_inputs (backends/runtime.py) matches inputs by Value.name only; it must "
-    "also look names up in tensorloop.formats.openvino.convert.input_aliases(graph)",
-)
 def test_inputs_are_accepted_by_any_alias(tmp_path: Path) -> None:
     model = tl.load(_aliased_ir(tmp_path))
     x, w = rand_f32(2), rand_f32(2)
     want = model.run({"X": x, "W": w})["Y"]
     for alias in ("Sum", "Prod"):
         np.testing.assert_array_equal(model.run({alias: x, "W": w})["Y"], want)
+    with pytest.raises(tl.InputError, match="input 'X' is given twice"):
+        model.run({"X": x, "Sum": x, "W": w})

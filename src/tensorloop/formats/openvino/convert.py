@@ -167,11 +167,6 @@ class LayerContext:
         return data
 
 
-INPUT_ALIASES = "input_aliases"
-"""The graph attribute holding ``{alias: input name}``: every other tensor name an input's
-port carries (``names="Prod,Sum,X"``), by which OpenVINO also accepts that input."""
-
-
 def convert_model(net: Net, source: Source) -> Graph:
     """The top-level net as a graph: Parameters become inputs, Results outputs, in file order."""
     graph, params, _ = convert_net(net, source, net.name)
@@ -182,14 +177,14 @@ def convert_model(net: Net, source: Source) -> Graph:
         for alias in port.names if port is not None else ():
             if alias != value.name and alias not in taken:
                 aliases.setdefault(alias, value.name)
-    setattr(graph, INPUT_ALIASES, aliases)
+    graph.input_aliases = aliases
     return graph
 
 
 def input_aliases(graph: Graph) -> dict[str, str]:
-    """``{alias: input name}`` of a graph read from OpenVINO IR (empty for any other graph)."""
-    aliases: dict[str, str] = getattr(graph, INPUT_ALIASES, {})
-    return aliases
+    """``{alias: input name}``: the other tensor names of a graph's inputs (``Graph.input_aliases``;
+    empty but for graphs read from OpenVINO IR)."""
+    return graph.input_aliases
 
 
 def primary_name(layer: Layer, names: tuple[str, ...]) -> str:
