@@ -13,8 +13,10 @@ import pytest
 ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
-from openvino import opset2, opset3, opset9, opset14, opset15  # noqa: E402
-from openvino_layer_checks import check, const, rand_f32  # noqa: E402
+from openvino import opset2, opset3, opset8, opset9, opset14, opset15  # noqa: E402
+from openvino_layer_checks import check, const, rand_f32, save_ir  # noqa: E402
+
+import tensorloop as tl  # noqa: E402
 
 RNG = np.random.default_rng(7)
 
@@ -155,4 +157,114 @@ def test_col2im(
         tmp_path=tmp_path,
         rtol=1e-5,
         atol=1e-6,
+    )
+
+
+# -- deformable convolution ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("strides", "pads", "dilations", "group", "dgroup", "masked"),
+    [
+        ([1, 1], ([0, 0], [0, 0]), [1, 1], 1, 1, False),
+        ([2, 1], ([1, 0], [0, 2]), [1, 2], 2, 2, True),
+        ([1, 2], ([1, 1], [1, 1]), [2, 1], 1, 2, True),
+    ],
+)
+def test_deformable_convolution_v8(
+    strides: list[int], pads: Any, dilations: list[int], group: int, dgroup: int, masked: bool,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    x = rand_f32(2, 4, 6, 7)
+    w = rand_f32(6, 4 // group, 3, 2)
+    out = [
+        (s + pads[0][i] + pads[1][i] - dilations[i] * (k - 1) - 1) // strides[i] + 1
+        for i, (s, k) in enumerate(zip((6, 7), (3, 2), strict=True))
+    ]
+    offsets = (RNG.standard_normal((2, dgroup * 6 * 2, *out)) * 2).astype(np.float32)
+    arrays = [x, offsets]
+    if masked:
+        arrays.append(RNG.uniform(0, 1, (2, dgroup * 6, *out)).astype(np.float32))
+
+    def build(x: Any, off: Any, *mask: Any) -> Any:
+        return opset8.deformable_convolution(
+            x, off, ops.constant(w), strides, *pads, dilations, mask[0] if mask else None,
+            "explicit", group, dgroup, True,
+        )  # fmt: skip
+
+    check(build, *arrays, tmp_path=tmp_path, rtol=1e-4, atol=1e-4)
+
+
+# -- attention -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mask", "scale", "causal"),
+    [(None, None, False), ("bool", None, False), ("float", 0.3, False), (None, 0.5, True),
+     ("bool", None, True)],
+)  # fmt: skip
+def test_scaled_dot_product_attention(
+    mask: str | None, scale: float | None, causal: bool, tmp_path: Path
+) -> None:
+    q, k, v = rand_f32(2, 3, 4, 5), rand_f32(2, 3, 6, 5), rand_f32(2, 3, 6, 7)
+    arrays = [q, k, v]
+    if mask == "bool":
+        m = RNG.uniform(0, 1, (4, 6)) < 0.7
+        m[:, 0] = True
+        arrays.append(m)
+    elif mask == "float":
+        arrays.append(rand_f32(2, 1, 4, 6))
+
+    def build(q: Any, k: Any, v: Any, *m: Any) -> Any:
+        s = None if scale is None else const(scale, np.float32)
+        return ops.scaled_dot_product_attention(q, k, v, m[0] if m else None, s, causal)
+
+    check(build, *arrays, tmp_path=tmp_path, rtol=1e-4, atol=1e-5)
+
+
+# -- adaptive pooling ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shape", "out", "index"),
+    [((2, 3, 7), [3], "i32"), ((1, 2, 5, 7), [3, 4], "i32"), ((1, 2, 4, 5, 6), [2, 3, 4], "i32"),
+     ((1, 1, 6, 6), [6, 6], "i32"), ((1, 2, 3, 5), [5, 7], "i32")],
+)  # fmt: skip
+def test_adaptive_pools(shape: tuple[int, ...], out: list[int], index: str, tmp_path: Path) -> None:
+    def build(x: Any) -> Any:
+        mp = opset8.adaptive_max_pool(x, const(out), index)
+        return [opset8.adaptive_avg_pool(x, const(out)), mp.output(0), mp.output(1)]
+
+    check(build, rand_f32(*shape), tmp_path=tmp_path, rtol=1e-5, atol=1e-6)
+
+
+def test_adaptive_max_pool_i64_indices(tmp_path: Path) -> None:
+    """The CPU plugin cannot run i64 indices: they are checked against the i32 ones."""
+    x = rand_f32(1, 2, 5, 7)
+    p = ops.parameter(x.shape, np.float32, name="x0")
+    outs = [opset8.adaptive_max_pool(p, const([3, 4]), t).output(1) for t in ("i64", "i32")]
+    path = save_ir(outs, [p], tmp_path)
+    got = list(tl.load(path).run({"x0": x}).values())
+    assert got[0].dtype == np.int64 and got[1].dtype == np.int32
+    np.testing.assert_array_equal(got[0], got[1])
+    check(
+        lambda x: opset8.adaptive_max_pool(x, const([3, 4]), "i32").output(1), x, tmp_path=tmp_path
+    )
+
+
+# -- patches ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sizes", "strides", "rates", "auto_pad"),
+    [([2, 2], [1, 1], [1, 1], "valid"), ([3, 2], [2, 3], [1, 2], "valid"),
+     ([3, 3], [2, 2], [1, 1], "same_upper"), ([2, 3], [3, 2], [2, 1], "same_lower")],
+)  # fmt: skip
+def test_extract_image_patches(
+    sizes: list[int], strides: list[int], rates: list[int], auto_pad: str, tmp_path: Path
+) -> None:
+    check(
+        lambda x: opset3.extract_image_patches(x, sizes, strides, rates, auto_pad),
+        rand_f32(2, 3, 7, 8),
+        tmp_path=tmp_path,
     )

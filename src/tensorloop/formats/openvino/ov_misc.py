@@ -12,7 +12,7 @@ import numpy as np
 from ...ir.graph import Value
 from ...tensor.dtypes import DType
 from .convert import LayerContext, converter
-from .inputs import const_ints, has_input, normalized_axes, type_of
+from .inputs import const_ints, has_input, normalized_axes, scalar_const, type_of
 
 __all__: list[str] = []
 
@@ -195,3 +195,186 @@ def _col2im(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         kernel = em.ints(const_ints(ctx, 2, "kernel_size"))
     out = em.op("Col2Im", [batched, size, kernel], attrs)
     return [out if rank == 3 else em.op("Squeeze", [out, em.ints([0])])]
+
+
+# -- deformable convolution ------------------------------------------------------------------------
+@converter("DeformableConvolution")
+def _deformable_convolution(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    """DeformConv, whose samples read zeros around X: OpenVINO's bilinear_interpolation_pad=true
+    (opset 8). Without it (opset 1, and opset 8's default) samples within a pixel of the far edge
+    read that edge pixel, which DeformConv cannot do: left unsupported."""
+    if not ctx.bool_attr("bilinear_interpolation_pad", False):
+        raise ctx.error(
+            "bilinear_interpolation_pad=false (edge samples read the edge pixel) is not supported"
+        )
+    em = ctx.em
+    x, offsets, w = ctx.input(0), ctx.input(1), ctx.input(2)
+    rank = type_of(ctx, x).rank
+    if rank is None or rank < 3:
+        raise ctx.error(f"data must be (N, C, D1, ...), got {type_of(ctx, x)}")
+    n = rank - 2
+    kernel = _static_dims(ctx, w, "the filters")[2:]
+    auto = ctx.choice_attr("auto_pad", ("explicit", "notset", "valid"), "explicit")
+    pads = [0] * (2 * n)
+    if auto != "valid":
+        pads = ctx.ints_attr("pads_begin", ",".join(["0"] * n)) + ctx.ints_attr(
+            "pads_end", ",".join(["0"] * n)
+        )
+    attrs = {
+        "strides": ctx.ints_attr("strides", ",".join(["1"] * n)),
+        "dilations": ctx.ints_attr("dilations", ",".join(["1"] * n)),
+        "pads": pads,
+        "kernel_shape": kernel,
+        "group": ctx.int_attr("group", 1),
+        "offset_group": ctx.int_attr("deformable_group", 1),
+    }
+    args: list[Value | None] = [x, w, offsets]
+    if has_input(inputs, 3):
+        args += [None, ctx.input(3)]
+    return [em.op("DeformConv", args, attrs)]
+
+
+# -- attention -------------------------------------------------------------------------------------
+@converter("ScaledDotProductAttention")
+def _sdpa(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    """softmax(Q @ K^T * scale + bias) @ V; bias -inf above the diagonal (causal), else from the
+    mask (a bool mask: 0 where true, -inf where false; a float mask as it is)."""
+    em = ctx.em
+    q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    tq, tk = type_of(ctx, q), type_of(ctx, k)
+    dt = tq.dtype
+    if tk.rank is None or tk.rank < 2 or tq.rank is None:
+        raise ctx.error(f"query and key need known ranks of at least 2, got {tq} and {tk}")
+    perm = [*range(tk.rank - 2), tk.rank - 1, tk.rank - 2]
+    scores = em.op("MatMul", [q, em.op("Transpose", [k], {"perm": perm})])
+    if has_input(inputs, 4):
+        scale = em.op("Reshape", [ctx.input(4), em.ints([])])
+        if type_of(ctx, scale).dtype is not dt:
+            scale = em.op("Cast", [scale], {"to": dt})
+    else:
+        depth = em.op("Gather", [em.op("Shape", [q]), em.ints(-1)], {"axis": 0})
+        size = em.op("Cast", [depth], {"to": dt})
+        scale = em.op("Div", [scalar_const(ctx, 1, dt), em.op("Sqrt", [size])])
+    scores = em.op("Mul", [scores, scale])
+    zero, minus_inf = scalar_const(ctx, 0, dt), scalar_const(ctx, -np.inf, dt)
+    if ctx.bool_attr("causal", False):
+        length = em.op("Gather", [em.op("Shape", [q]), em.ints(-2)], {"axis": 0})
+        span = em.op("Gather", [em.op("Shape", [k]), em.ints(-2)], {"axis": 0})
+        z, one = em.const(np.int64(0)), em.const(np.int64(1))
+        rows = em.op("Unsqueeze", [em.op("Range", [z, length, one]), em.ints([1])])
+        cols = em.op("Range", [z, span, one])
+        keep = em.op("LessOrEqual", [cols, rows])
+        scores = em.op("Add", [scores, em.op("Where", [keep, zero, minus_inf])])
+    elif has_input(inputs, 3):
+        mask = ctx.input(3)
+        if type_of(ctx, mask).dtype is DType.bool:
+            mask = em.op("Where", [mask, zero, minus_inf])
+        elif type_of(ctx, mask).dtype is not dt:
+            mask = em.op("Cast", [mask], {"to": dt})
+        scores = em.op("Add", [scores, mask])
+    weights = em.op("Softmax", [scores], {"axis": -1})
+    return [em.op("MatMul", [weights, v])]
+
+
+# -- adaptive pooling ------------------------------------------------------------------------------
+def _adaptive_windows(size: int, out: int) -> list[tuple[int, int]]:
+    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_setup(ctx: LayerContext) -> tuple[Value, list[int], list[int]]:
+    x = ctx.input(0)
+    dims = _static_dims(ctx, x, "adaptive pooling")
+    if len(dims) < 3:
+        raise ctx.error(f"data must be (N, C, D1, ...), got {dims}")
+    out = const_ints(ctx, 1, "output_shape")
+    if len(out) != len(dims) - 2 or any(o < 1 for o in out):
+        raise ctx.error(f"output_shape {out} does not fit data of {dims}")
+    return x, dims, out
+
+
+def _adaptive_values(
+    ctx: LayerContext, x: Value, dims: list[int], out: list[int], red: str
+) -> Value:
+    """Window by window along each spatial axis in turn (both reductions are separable)."""
+    em = ctx.em
+    for axis in range(2, len(dims)):
+        parts = [
+            em.op(red, [_slice(ctx, x, [b], [e], [axis]), em.ints([axis])], {"keepdims": 1})
+            for b, e in _adaptive_windows(dims[axis], out[axis - 2])
+        ]
+        x = parts[0] if len(parts) == 1 else em.op("Concat", parts, {"axis": axis})
+    return x
+
+
+@converter("AdaptiveAvgPool")
+def _adaptive_avg_pool(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    x, dims, out = _adaptive_setup(ctx)
+    return [_adaptive_values(ctx, x, dims, out, "ReduceMean")]
+
+
+@converter("AdaptiveMaxPool")
+def _adaptive_max_pool(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    """The maxima separably; each window's index (flat over the spatial dims, the first of ties)
+    by ArgMax over the flattened window and a table of the window's flat positions."""
+    em = ctx.em
+    x, dims, out = _adaptive_setup(ctx)
+    values = _adaptive_values(ctx, x, dims, out, "ReduceMax")
+    to = ctx.element_type("index_element_type", "i64")
+    spatial = dims[2:]
+    n = len(spatial)
+    flat = np.arange(math.prod(spatial), dtype=np.int64).reshape(spatial)
+    windows = [_adaptive_windows(s, o) for s, o in zip(spatial, out, strict=True)]
+    picks = []
+    for at in np.ndindex(*out):
+        bounds = [windows[i][at[i]] for i in range(n)]
+        part = _slice(ctx, x, [b for b, _ in bounds], [e for _, e in bounds], list(range(2, 2 + n)))
+        part = em.op("Reshape", [part, em.ints([dims[0], dims[1], -1])])
+        local = em.op("ArgMax", [part], {"axis": 2, "keepdims": 1})
+        table = flat[tuple(slice(b, e) for b, e in bounds)].reshape(-1)
+        picks.append(em.op("Gather", [em.const(table), local], {"axis": 0}))
+    index = picks[0] if len(picks) == 1 else em.op("Concat", picks, {"axis": 2})
+    index = em.op("Reshape", [index, em.ints([dims[0], dims[1], *out])])
+    if to is not DType.int64:
+        index = em.op("Cast", [index], {"to": to})
+    return [values, index]
+
+
+# -- patches ---------------------------------------------------------------------------------------
+@converter("ExtractImagePatches")
+def _extract_image_patches(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    """One strided slice of the (padded) image per patch tap, concatenated on the channel axis
+    tap-major: channel (ki * kw + kj) * C + c."""
+    em = ctx.em
+    x = ctx.input(0)
+    dims = _static_dims(ctx, x, "ExtractImagePatches")
+    if len(dims) != 4:
+        raise ctx.error(f"image must be (N, C, H, W), got {dims}")
+    sizes, strides, rates = (ctx.ints_attr(k) for k in ("sizes", "strides", "rates"))
+    if not len(sizes) == len(strides) == len(rates) == 2:
+        raise ctx.error(f"sizes {sizes}, strides {strides} and rates {rates} need 2 values each")
+    auto = ctx.choice_attr("auto_pad", ("valid", "same_upper", "same_lower"), "valid")
+    outs, begins, ends = [], [], []
+    for i in range(2):
+        span = (sizes[i] - 1) * rates[i] + 1
+        if auto == "valid":
+            o = max(0, (dims[2 + i] - span) // strides[i] + 1)
+            total = 0
+        else:
+            o = -(-dims[2 + i] // strides[i])
+            total = max(0, (o - 1) * strides[i] + span - dims[2 + i])
+        begin = total // 2 if auto == "same_upper" else total - total // 2
+        outs.append(o)
+        begins.append(begin)
+        ends.append(total - begin)
+    if min(outs) < 1:
+        return [em.op("Reshape", [x, em.ints([dims[0], dims[1] * math.prod(sizes), *outs])])]
+    padded = x
+    if any(begins + ends):
+        padded = em.op("Pad", [x, em.ints([0, 0, *begins, 0, 0, *ends])])
+    parts = []
+    for ki in range(sizes[0]):
+        for kj in range(sizes[1]):
+            starts = [ki * rates[0], kj * rates[1]]
+            stops = [s + (o - 1) * st + 1 for s, o, st in zip(starts, outs, strides, strict=True)]
+            parts.append(_slice(ctx, padded, starts, stops, [2, 3], strides))
+    return [parts[0] if len(parts) == 1 else em.op("Concat", parts, {"axis": 1})]
