@@ -319,18 +319,23 @@ def _roi_align(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         # OpenVINO shifts by half a source pixel before scaling: (x + 0.5) * scale - 0.5.
         dt = type_of(ctx, rois).dtype
         rois = ctx.em.op("Add", [rois, ctx.em.const(np.array(0.5, dt.numpy))])
+    ph, pw, ratio = (
+        ctx.int_attr("pooled_h"),
+        ctx.int_attr("pooled_w"),
+        ctx.int_attr("sampling_ratio"),
+    )
     attrs = {
         "coordinate_transformation_mode": (
             "output_half_pixel" if aligned == "asymmetric" else "half_pixel"
         ),
         "mode": mode,
-        "output_height": ctx.int_attr("pooled_h"),
-        "output_width": ctx.int_attr("pooled_w"),
-        "sampling_ratio": ctx.int_attr("sampling_ratio"),
+        "output_height": ph,
+        "output_width": pw,
+        "sampling_ratio": ratio,
         "spatial_scale": scale,
     }
     out = ctx.em.op("RoiAlign", [x, rois, indices], attrs)
-    if aligned == "asymmetric" or attrs["sampling_ratio"] > 0:
+    if aligned == "asymmetric" or ratio > 0:
         return [out]
     # Adaptive sampling takes ceil(bin size) samples a bin: none for an empty RoI, whose bins
     # OpenVINO then averages to 0 / 0 = NaN.
@@ -343,7 +348,7 @@ def _roi_align(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         ],
     )
     low, high = em.ops("Split", [scaled, em.ints([2, 2])], {"axis": 1})
-    pooled = em.const(np.array([attrs["output_width"], attrs["output_height"]], dt.numpy))
+    pooled = em.const(np.array([pw, ph], dt.numpy))
     bins = em.op("Ceil", [em.op("Div", [em.op("Sub", [high, low]), pooled])])
     empty = em.op("Equal", [bins, em.const(np.zeros((), dt.numpy))])
     none = em.op("ReduceMax", [em.op("Cast", [empty], {"to": DType.int32}), em.ints([1])])
