@@ -310,7 +310,7 @@ def _interpolate(
 @pytest.mark.parametrize("mode", ["nearest", "linear", "linear_onnx", "cubic"])
 def test_interpolate_modes(version: int, ctm: str, mode: str, tmp_path: Path) -> None:
     x = rand_f32(1, 2, 5, 6)
-    nearest = NEAREST if mode == "nearest" else NEAREST[:1]
+    nearest = [*NEAREST, "simple"] if mode == "nearest" else NEAREST[:1]
     check(
         lambda x: (
             [
@@ -366,29 +366,40 @@ def test_interpolate_modes(version: int, ctm: str, mode: str, tmp_path: Path) ->
     )
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("align", [False, True])
+def test_interpolate_v1(mode: str, align: bool, tmp_path: Path) -> None:
+    x = rand_f32(1, 2, 5, 6)
+
+    def build(x: Any) -> Any:
+        attrs = {"axes": [2, 3], "mode": mode, "align_corners": align}
+        padded = {**attrs, "pads_begin": [0, 0, 1, 0], "pads_end": [0, 0, 0, 2]}
+        return [
+            opset1.interpolate(x, const([9, 4]), attrs),
+            opset1.interpolate(x, const([3, 13]), padded),
+            opset1.interpolate(x, const([7]), {**attrs, "axes": [3]}),
+        ]
+
+    check(build, x, tmp_path=tmp_path, rtol=1e-4, atol=1e-5)
+
+
 def test_interpolate_left_out_cases_are_errors(tmp_path: Path) -> None:
     x = rand_f32(1, 2, 5, 6)
+    two = const([2.0], np.float32)
     for build, message in [
         (
             lambda x: opset11.interpolate(
-                x, const([2.0], np.float32), "linear", "scales", axes=const([2]), antialias=True
+                x, two, "linear", "scales", axes=const([2]), antialias=True
             ),
             "antialias",
         ),
         (
-            lambda x: opset11.interpolate(
-                x,
-                const([2.0], np.float32),
-                "nearest",
-                "scales",
-                axes=const([2]),
-                nearest_mode="simple",
-            ),
-            "simple",
+            lambda x: opset11.interpolate(x, two, "bilinear_pillow", "scales", axes=const([2])),
+            "bilinear_pillow",
         ),
         (
-            lambda x: opset1.interpolate(x, const([4, 4]), {"axes": [2, 3], "mode": "nearest"}),
-            "Interpolate-1",
+            lambda x: opset1.interpolate(x, const([4, 4]), {"axes": [2, 3], "mode": "area"}),
+            "area",
         ),
     ]:
         with pytest.raises(tl.FormatError, match=message):

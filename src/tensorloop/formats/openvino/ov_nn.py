@@ -423,64 +423,114 @@ _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 @converter("Interpolate")
 def _interpolate(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    if ctx.layer.version == "opset1":
-        raise ctx.error("Interpolate-1 is not supported; OpenVINO's converters write v4 or v11")
-    em = ctx.em
     x = ctx.input(0)
     t = type_of(ctx, x)
     if t.rank is None:
         raise ctx.error(f"Interpolate needs data of a known rank, got {t}")
     rank = t.rank
-    mode = ctx.choice_attr(
-        "mode", ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow")
-    )
-    if mode not in _INTERPOLATE_MODES:
-        raise ctx.error(f"mode '{mode}' is not supported (no core op computes it exactly)")
-    calc = ctx.choice_attr("shape_calculation_mode", ("sizes", "scales"))
-    ctm = ctx.choice_attr("coordinate_transformation_mode", _COORDINATE_MODES, "half_pixel")
-    nearest = ctx.choice_attr("nearest_mode", (*_NEAREST_MODES, "simple"), "round_prefer_floor")
-    if mode == "nearest" and nearest == "simple":
-        raise ctx.error("nearest_mode 'simple' is not supported")
-    v4 = ctx.layer.version == "opset4"
-    values_at = (1 if calc == "sizes" else 2) if v4 else 1
-    axes_at = 3 if v4 else 2
-    axes = (
-        normalized_axes(ctx, const_ints(ctx, axes_at, "axes"), rank, "axes")
-        if has_input(inputs, axes_at)
-        else list(range(rank))
-    )
+    if ctx.layer.version == "opset1":
+        # As OpenVINO reads Interpolate-1: target sizes, nearest_mode 'simple', and asymmetric
+        # coordinates unless align_corners (or linear over other axes than the spatial ones).
+        mode = ctx.choice_attr("mode", ("nearest", "linear", "cubic", "area"))
+        if mode == "area":
+            raise ctx.error("mode 'area' is not supported (no core op computes it exactly)")
+        if ctx.bool_attr("antialias", False):
+            raise ctx.error("Interpolate-1 with antialias is not supported")
+        calc, values_at, coeff = "sizes", 1, -0.75
+        nearest = "simple" if mode == "nearest" else "round_prefer_floor"
+        axes = normalized_axes(ctx, ctx.ints_attr("axes"), rank, "axes")
+        ctm = "asymmetric"
+        if ctx.bool_attr("align_corners", False):
+            ctm = "align_corners"
+        elif mode == "linear" and not (rank in (4, 5) and axes == list(range(2, rank))):
+            ctm = "half_pixel"  # OpenVINO's linear is asymmetric over all spatial axes only
+    else:
+        mode = ctx.choice_attr(
+            "mode",
+            ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow"),
+        )
+        if mode not in _INTERPOLATE_MODES:
+            raise ctx.error(f"mode '{mode}' is not supported (no core op computes it exactly)")
+        if mode == "linear" and ctx.bool_attr("antialias", False):
+            raise ctx.error("mode 'linear' with antialias is not supported (its filter differs)")
+        calc = ctx.choice_attr("shape_calculation_mode", ("sizes", "scales"))
+        ctm = ctx.choice_attr("coordinate_transformation_mode", _COORDINATE_MODES, "half_pixel")
+        nearest = ctx.choice_attr("nearest_mode", (*_NEAREST_MODES, "simple"), "round_prefer_floor")
+        coeff = ctx.float_attr("cube_coeff", -0.75)
+        v4 = ctx.layer.version == "opset4"
+        values_at = (1 if calc == "sizes" else 2) if v4 else 1
+        axes_at = 3 if v4 else 2
+        axes = (
+            normalized_axes(ctx, const_ints(ctx, axes_at, "axes"), rank, "axes")
+            if has_input(inputs, axes_at)
+            else list(range(rank))
+        )
     begin = ctx.ints_attr("pads_begin", "")
     end = ctx.ints_attr("pads_end", "")
     pads = [*(begin + [0] * rank)[:rank], *(end + [0] * rank)[:rank]]
     if any(pads):
         if any(p < 0 for p in pads):
             raise ctx.error(f"negative pads {begin} / {end} are not supported")
-        x = em.op("Pad", [x, em.ints(pads)])
+        x = ctx.em.op("Pad", [x, ctx.em.ints(pads)])
     attrs: dict[str, Any] = {
         "mode": _INTERPOLATE_MODES[mode],
         "coordinate_transformation_mode": ctm,
         "nearest_mode": nearest,
-        "cubic_coeff_a": ctx.float_attr("cube_coeff", -0.75),
+        "cubic_coeff_a": coeff,
         "axes": axes,
     }
-    if mode == "linear" and ctx.bool_attr("antialias", False):
-        raise ctx.error("mode 'linear' with antialias is not supported (its filter differs)")
-    given = ctx.input(values_at)
-    if calc == "scales" and ctm == "align_corners":
-        # OpenVINO aligns the corners of the output it computes, floor(dim * scale) long; Resize
-        # aligns those of dim * scale, fractional for a scale that does not divide evenly. Sizes
-        # say the same for both.
-        dims = type_of(ctx, x).shape
-        factors = ctx.const(values_at)
-        if factors is None or dims is None or not all(isinstance(dims[a], int) for a in axes):
-            raise ctx.error("align_corners with scales needs constant scales and static dims")
-        out = [
-            math.floor(np.float32(f) * np.float32(dims[a]))
-            for a, f in zip(axes, factors.reshape(-1).tolist(), strict=True)
-        ]
-        return [em.op("Resize", [x, None, None, em.ints(out)], attrs)]
+    simple = mode == "nearest" and nearest == "simple"
+    if calc == "scales" and not simple and ctm != "align_corners":
+        scales = ctx.em.op("Cast", [ctx.input(values_at)], {"to": DType.float32})
+        return [ctx.em.op("Resize", [x, None, scales], attrs)]
+    if calc == "sizes" and not simple:
+        sizes = ctx.em.op("Cast", [int_vector(ctx, values_at, "sizes")], {"to": DType.int64})
+        return [ctx.em.op("Resize", [x, None, None, sizes], attrs)]
+    return [_static_resize(ctx, x, calc, values_at, attrs, simple)]
+
+
+def _static_resize(
+    ctx: LayerContext, x: Value, calc: str, values_at: int, attrs: dict[str, Any], simple: bool
+) -> Value:
+    """Resize by constant scales or sizes over static dims. OpenVINO aligns the corners of the
+    output it computes, floor(dim * scale) long, where Resize would align those of dim * scale:
+    sizes say the same to both. Nearest mode 'simple' rounds up along the axes it shrinks and
+    down along the others: one Resize for each (nearest is separable)."""
+    axes: list[int] = attrs["axes"]
+    dims = type_of(ctx, x).shape
+    given = ctx.const(values_at)
+    if given is None or dims is None or not all(isinstance(dims[a], int) for a in axes):
+        raise ctx.error(
+            "nearest_mode 'simple' and align_corners with scales need constant scales or sizes "
+            "and static dims"
+        )
+    values = given.reshape(-1).tolist()
+    if len(values) != len(axes):
+        raise ctx.error(f"{calc} {values} must hold one value per axis of {axes}")
+    sizes = [int(v) for v in values]
+    scales = [float(np.float32(v)) for v in values]
     if calc == "scales":
-        scales = em.op("Cast", [given], {"to": DType.float32})
-        return [em.op("Resize", [x, None, scales], attrs)]
-    sizes = em.op("Cast", [int_vector(ctx, values_at, "sizes")], {"to": DType.int64})
-    return [em.op("Resize", [x, None, None, sizes], attrs)]
+        sizes = [
+            math.floor(np.float32(f) * np.float32(dims[a]))
+            for a, f in zip(axes, values, strict=True)
+        ]
+    else:
+        scales = [v / int(dims[a]) if dims[a] else 1.0 for a, v in zip(axes, sizes, strict=True)]
+    groups = [(list(range(len(axes))), attrs["nearest_mode"])]
+    if simple:
+        groups = [
+            ([i for i, s in enumerate(scales) if s < 1], "ceil"),
+            ([i for i, s in enumerate(scales) if s >= 1], "floor"),
+        ]
+    y = x
+    keep_scales = calc == "scales" and attrs["coordinate_transformation_mode"] != "align_corners"
+    for picked, rounding in groups:
+        if not picked:
+            continue
+        part = {**attrs, "axes": [axes[i] for i in picked], "nearest_mode": rounding}
+        if keep_scales:
+            factors = ctx.em.const(np.array([scales[i] for i in picked], np.float32))
+            y = ctx.em.op("Resize", [y, None, factors], part)
+        else:
+            y = ctx.em.op("Resize", [y, None, None, ctx.em.ints([sizes[i] for i in picked])], part)
+    return y
