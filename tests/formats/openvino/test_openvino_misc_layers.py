@@ -13,7 +13,7 @@ import pytest
 ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
-from openvino import opset2, opset3, opset8, opset9, opset14, opset15  # noqa: E402
+from openvino import opset2, opset3, opset8, opset9, opset14, opset15, opset16  # noqa: E402
 from openvino_layer_checks import check, const, rand_f32, save_ir  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
@@ -268,3 +268,42 @@ def test_extract_image_patches(
         rand_f32(2, 3, 7, 8),
         tmp_path=tmp_path,
     )
+
+
+# -- segments --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fill", ["ZERO", "LOWEST"])
+@pytest.mark.parametrize("num", [None, 6])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_segment_max(fill: str, num: int | None, dtype: Any, tmp_path: Path) -> None:
+    data = (RNG.standard_normal((7, 3)) * 10).astype(dtype)
+    ids = np.array([0, 0, 2, 2, 2, 3, 5], np.int32)
+    count = None if num is None else const(num, np.int32)
+    check(lambda d, i: opset16.segment_max(d, i, count, fill), data, ids, tmp_path=tmp_path)
+
+
+# -- colour conversion -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["nv12", "i420"])
+@pytest.mark.parametrize("bgr", [False, True])
+@pytest.mark.parametrize("planes", [1, 3])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_colour_conversion(kind: str, bgr: bool, planes: int, dtype: Any, tmp_path: Path) -> None:
+    n, h, w = 2, 4, 6
+    y = RNG.integers(0, 256, (n, h, w, 1)).astype(dtype)
+    fn = getattr(opset8, f"{kind}_to_{'bgr' if bgr else 'rgb'}")
+    if kind == "nv12":
+        uv = RNG.integers(0, 256, (n, h // 2, w // 2, 2)).astype(dtype)
+        flat = np.concatenate([y, uv.reshape(n, h // 2, w, 1)], axis=1)
+        arrays = [y, uv]
+    else:
+        u, v = (RNG.integers(0, 256, (n, h // 2, w // 2, 1)).astype(dtype) for _ in range(2))
+        rest = np.concatenate([u.reshape(n, -1), v.reshape(n, -1)], axis=1)
+        flat = np.concatenate([y, rest.reshape(n, h // 2, w, 1)], axis=1)
+        arrays = [y, u, v]
+    if planes == 1:
+        check(fn, flat, tmp_path=tmp_path, rtol=1e-5, atol=1e-3)
+    else:
+        check(lambda *p: fn(*p), *arrays, tmp_path=tmp_path, rtol=1e-5, atol=1e-3)

@@ -378,3 +378,129 @@ def _extract_image_patches(ctx: LayerContext, inputs: list[Value | None]) -> lis
             stops = [s + (o - 1) * st + 1 for s, o, st in zip(starts, outs, strides, strict=True)]
             parts.append(_slice(ctx, padded, starts, stops, [2, 3], strides))
     return [parts[0] if len(parts) == 1 else em.op("Concat", parts, {"axis": 1})]
+
+
+# -- segments --------------------------------------------------------------------------------------
+@converter("SegmentMax")
+def _segment_max(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    """ScatterND with max into a tensor of the type's lowest value; with fill_mode ZERO the
+    segments no row falls in (counted by a second, adding scatter) read 0."""
+    em = ctx.em
+    data, ids = ctx.input(0), ctx.input(1)
+    t = type_of(ctx, data)
+    if t.rank is None or t.rank < 1:
+        raise ctx.error(f"data needs a known rank of at least 1, got {t}")
+    dt = t.dtype
+    fill = ctx.choice_attr("fill_mode", ("zero", "lowest"))
+    ids = em.op("Cast", [ids], {"to": DType.int64})
+    if has_input(inputs, 2):
+        count = em.op("Reshape", [em.op("Cast", [ctx.input(2)], {"to": DType.int64}), em.ints([1])])
+    else:
+        top = em.op("ReduceMax", [ids, em.ints([0])], {"keepdims": 1})
+        count = em.op("Add", [top, em.ints([1])])
+    rest = _slice(ctx, em.op("Shape", [data]), [1], [t.rank], [0])
+    shape = em.op("Concat", [count, rest], {"axis": 0})
+    npdt = np.dtype(dt.numpy)
+    lowest = np.finfo(npdt).min if npdt.kind == "f" else np.iinfo(npdt).min
+    at = em.op("Unsqueeze", [ids, em.ints([1])])
+    init = em.op("Expand", [scalar_const(ctx, lowest, dt), shape])
+    out = em.op("ScatterND", [init, at, data], {"reduction": "max"})
+    if fill == "lowest":
+        return [out]
+    ones = em.op("Expand", [em.const(np.int64(1)), em.op("Shape", [ids])])
+    zeros = em.op("Expand", [em.const(np.int64(0)), count])
+    hits = em.op("ScatterND", [zeros, at, ones], {"reduction": "add"})
+    seen = em.op("Greater", [hits, em.const(np.int64(0))])
+    seen = em.op("Reshape", [seen, em.ints([-1] + [1] * (t.rank - 1))])
+    return [em.op("Where", [seen, out, scalar_const(ctx, 0, dt)])]
+
+
+# -- colour conversion -----------------------------------------------------------------------------
+def _upsample2(ctx: LayerContext, plane: Value, dims: list[int]) -> Value:
+    """[N, h, w, c] -> [N, 2h, 2w, c], each value repeated over its 2 x 2 block."""
+    em = ctx.em
+    n, h, w, c = dims
+    grown = em.op("Expand", [_reshape(ctx, plane, [n, h, 1, w, 1, c]), em.ints([1, 1, 2, 1, 2, 1])])
+    return _reshape(ctx, grown, [n, 2 * h, 2 * w, c])
+
+
+def _yuv_to_rgb(ctx: LayerContext, y: Value, u: Value, v: Value, bgr: bool) -> Value:
+    em = ctx.em
+    dt = type_of(ctx, y).dtype
+    f32 = DType.float32
+
+    def f(value: float) -> Value:
+        return scalar_const(ctx, value, f32)
+
+    c = em.op("Sub", [em.op("Cast", [y], {"to": f32}), f(16.0)])
+    d = em.op("Sub", [em.op("Cast", [u], {"to": f32}), f(128.0)])
+    e = em.op("Sub", [em.op("Cast", [v], {"to": f32}), f(128.0)])
+    yc = em.op("Mul", [f(1.164), c])
+    r = em.op("Add", [yc, em.op("Mul", [f(1.596), e])])
+    g = em.op("Sub", [em.op("Sub", [yc, em.op("Mul", [f(0.391), d])]), em.op("Mul", [f(0.813), e])])
+    b = em.op("Add", [yc, em.op("Mul", [f(2.018), d])])
+    parts = []
+    for ch in (b, g, r) if bgr else (r, g, b):
+        ch = em.op("Clip", [ch, f(0.0), f(255.0)])
+        if not dt.is_float:  # the CPU plugin rounds halves to even
+            ch = em.op("Round", [ch])
+        parts.append(ch if dt is f32 else em.op("Cast", [ch], {"to": dt}))
+    return em.op("Concat", parts, {"axis": 3})
+
+
+def _colour(ctx: LayerContext, inputs: list[Value | None], planar: str, bgr: bool) -> list[Value]:
+    """NV12 (Y then interleaved UV at half resolution) or I420 (Y, U, V planes) images of
+    [N, H, W, 1] planes, or one [N, H * 3 / 2, W, 1] plane, to [N, H, W, 3] RGB or BGR."""
+    first = _static_dims(ctx, ctx.input(0), "the image")
+    if len(first) != 4 or first[3] != 1:
+        raise ctx.error(f"planes must be (N, H, W, 1), got {first}")
+    n, rows, w = first[:3]
+    if ctx.num_inputs() == 1:
+        if rows % 3 or (rows // 3 * 2) % 2 or w % 2:
+            raise ctx.error(f"a single-plane image needs H * 3/2 rows and even H and W: {first}")
+        h = rows // 3 * 2
+        x = ctx.input(0)
+        y = _slice(ctx, x, [0], [h], [1])
+        if planar == "nv12":
+            uv = _reshape(ctx, _slice(ctx, x, [h], [rows], [1]), [n, h // 2, w // 2, 2])
+            planes = [_slice(ctx, uv, [i], [i + 1], [3]) for i in (0, 1)]
+        else:
+            quarter = h // 2 * w // 2
+            flat = _reshape(ctx, _slice(ctx, x, [h], [rows], [1]), [n, 2 * quarter])
+            planes = [
+                _reshape(ctx, _slice(ctx, flat, [i * quarter], [(i + 1) * quarter], [1]),
+                         [n, h // 2, w // 2, 1])
+                for i in (0, 1)
+            ]  # fmt: skip
+    else:
+        h = rows
+        y = ctx.input(0)
+        if planar == "nv12":
+            uv = ctx.input(1)
+            planes = [_slice(ctx, uv, [i], [i + 1], [3]) for i in (0, 1)]
+        else:
+            planes = [ctx.input(1), ctx.input(2)]
+    if h % 2 or w % 2:
+        raise ctx.error(f"the image's height {h} and width {w} must be even")
+    u, v = (_upsample2(ctx, p, [n, h // 2, w // 2, 1]) for p in planes)
+    return [_yuv_to_rgb(ctx, y, u, v, bgr)]
+
+
+@converter("NV12toRGB")
+def _nv12_to_rgb(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return _colour(ctx, inputs, "nv12", bgr=False)
+
+
+@converter("NV12toBGR")
+def _nv12_to_bgr(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return _colour(ctx, inputs, "nv12", bgr=True)
+
+
+@converter("I420toRGB")
+def _i420_to_rgb(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return _colour(ctx, inputs, "i420", bgr=False)
+
+
+@converter("I420toBGR")
+def _i420_to_bgr(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return _colour(ctx, inputs, "i420", bgr=True)
