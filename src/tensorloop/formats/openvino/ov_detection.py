@@ -8,9 +8,9 @@ every aligned mode) as RoiAlign, ROIPooling's max method as MaxRoiPool.
 
 Left unregistered or refused because the core ops cannot express them exactly: ROIAlign's max
 mode (OpenVINO takes the largest bilinear sample, RoiAlign the largest weighted corner),
-ROIPooling's bilinear method, NonMaxSuppression (v1-v4 pad their output with -1 to a static
-size and may sort by score across classes, v5+ also return the selected scores and a count,
-v5+ soft-NMS: the core op does none of this), PSROIPooling, DeformablePSROIPooling,
+ROIPooling's bilinear method, NonMaxSuppression (OpenVINO suppresses a box whose IoU equals
+the threshold, computed in f32, where the core op suppresses only above it, computed in f64;
+v1-v4 also pad their output with -1 to a static size, and v5+ offer soft-NMS), PSROIPooling, DeformablePSROIPooling,
 DetectionOutput, Proposal, GenerateProposals, MatrixNms, MulticlassNms and NMSRotated (no core
 op with their semantics)."""
 
