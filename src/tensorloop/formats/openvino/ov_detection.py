@@ -10,9 +10,9 @@ Left unregistered or refused because the core ops cannot express them exactly: R
 mode (OpenVINO takes the largest bilinear sample, RoiAlign the largest weighted corner),
 ROIPooling's bilinear method, NonMaxSuppression (OpenVINO suppresses a box whose IoU equals
 the threshold, computed in f32, where the core op suppresses only above it, computed in f64;
-v1-v4 also pad their output with -1 to a static size, and v5+ offer soft-NMS), PSROIPooling, DeformablePSROIPooling,
-DetectionOutput, Proposal, GenerateProposals, MatrixNms, MulticlassNms and NMSRotated (no core
-op with their semantics)."""
+v1-v4 also pad their output with -1 to a static size, and v5+ offer soft-NMS), PSROIPooling,
+DeformablePSROIPooling, DetectionOutput, Proposal, GenerateProposals, MatrixNms, MulticlassNms
+and NMSRotated (no core op with their semantics)."""
 
 from __future__ import annotations
 
