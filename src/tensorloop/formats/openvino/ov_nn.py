@@ -2,9 +2,9 @@
 one converter per layer type, at every opset version OpenVINO's converters write. The writer's
 emitters for them are in ``write_nn.py``.
 
-Left unregistered because the core ops cannot express them exactly: AdaptiveAvgPool and
-AdaptiveMaxPool (windows of varying size), DeformableConvolution, BinaryConvolution,
-Interpolate-1 and Interpolate's cubic mode (OpenVINO's cubic taps differ from Resize's)."""
+AdaptiveAvgPool/AdaptiveMaxPool and DeformableConvolution are read in ``ov_misc.py``.
+BinaryConvolution is left unregistered (no core op computes it); Interpolate's area,
+bilinear_pillow and bicubic_pillow modes, and its linear mode with antialias, are errors."""
 
 from __future__ import annotations
 
