@@ -271,10 +271,11 @@ def test_fake_quantize(levels: int, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["blocks_first", "depth_first"])
-def test_depth_to_space_and_back(mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shape", [(2, 8, 4, 6), (2, 4, 6), (1, 16, 2, 4, 6)])
+def test_depth_to_space_and_back(mode: str, shape: tuple[int, ...], tmp_path: Path) -> None:
     check(
         lambda x: [ops.depth_to_space(x, mode, 2), ops.space_to_depth(x, mode, 2)],
-        rand_f32(2, 8, 4, 6),
+        rand_f32(*shape),
         tmp_path=tmp_path,
     )
 

@@ -392,12 +392,49 @@ def _block_mode(ctx: LayerContext) -> str:
 def _blocks(op: str) -> Any:
     def convert(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         x = ctx.input(0)
-        if type_of(ctx, x).rank != 4:
-            raise ctx.error(f"{op} of {type_of(ctx, x)}: only 4-D data is supported")
-        attrs = {"blocksize": ctx.int_attr("block_size", 1), "mode": _block_mode(ctx)}
-        return [ctx.em.op(op, [x], attrs)]
+        bs = ctx.int_attr("block_size", 1)
+        if bs < 1:
+            raise ctx.error(f"attribute 'block_size' is {bs}, expected at least 1")
+        mode = _block_mode(ctx)
+        if type_of(ctx, x).rank == 4:
+            return [ctx.em.op(op, [x], {"blocksize": bs, "mode": mode})]
+        return [_blocks_nd(ctx, x, bs, mode == "DCR", op == "SpaceToDepth")]
 
     return convert
+
+
+def _blocks_nd(ctx: LayerContext, x: Value, bs: int, blocks_first: bool, to_depth: bool) -> Value:
+    """DepthToSpace / SpaceToDepth over any number K of spatial axes: a Reshape that splits the
+    blocks out, a Transpose that moves them, and a Reshape that merges them back."""
+    em = ctx.em
+    t = type_of(ctx, x)
+    shape = t.shape
+    if shape is None or len(shape) < 3 or not all(isinstance(d, int) for d in shape[1:]):
+        raise ctx.error(f"data of {t} needs a known rank of at least 3 and static dims after N")
+    c, dims = int(shape[1]), [int(d) for d in shape[2:]]
+    k = len(dims)
+    if to_depth:
+        if any(d % bs for d in dims):
+            raise ctx.error(f"the spatial dims {dims} must be multiples of block_size {bs}")
+        split = [0, c] + [v for d in dims for v in (d // bs, bs)]
+        blocks = [3 + 2 * i for i in range(k)]
+        grid = [2 + 2 * i for i in range(k)]
+        perm = [0, *blocks, 1, *grid] if blocks_first else [0, 1, *blocks, *grid]
+        merged = [0, c * bs**k, *[d // bs for d in dims]]
+    else:
+        if c % bs**k:
+            raise ctx.error(f"the {c} channels must be a multiple of block_size^{k} = {bs**k}")
+        depth = c // bs**k
+        if blocks_first:
+            split = [0, *[bs] * k, depth, *dims]
+            perm = [0, k + 1, *[v for i in range(k) for v in (k + 2 + i, 1 + i)]]
+        else:
+            split = [0, depth, *[bs] * k, *dims]
+            perm = [0, 1, *[v for i in range(k) for v in (k + 2 + i, 2 + i)]]
+        merged = [0, depth, *[d * bs for d in dims]]
+    y = em.op("Reshape", [x, em.ints(split)])
+    y = em.op("Transpose", [y], {"perm": perm})
+    return em.op("Reshape", [y, em.ints(merged)])
 
 
 converter("DepthToSpace")(_blocks("DepthToSpace"))
