@@ -590,3 +590,18 @@ def test_write_left_out_cases_are_errors(
     y = emit_node(op, ins, attrs)[0]
     with pytest.raises(tl.FormatError, match=message):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+def test_fake_quantize_reversed_scalar_range(tmp_path: Path) -> None:
+    # Below min(low, high) gives output_low, above the max output_high, as the spec says.
+    x = np.linspace(-1, 1, 21).astype(np.float32)
+    f = ops.constant
+    check(
+        lambda x: ops.fake_quantize(
+            x, f(np.float32(0.2)), f(np.float32(-0.3)), f(np.float32(-2)), f(np.float32(3)), 16
+        ),
+        x,
+        tmp_path=tmp_path,
+        rtol=1e-5,
+        atol=1e-6,
+    )
