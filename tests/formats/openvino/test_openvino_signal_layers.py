@@ -353,3 +353,23 @@ def test_bad_axes_are_rejected(tmp_path: Path) -> None:
     weights.write_bytes(np.array([0, 0], np.int64).tobytes())
     with pytest.raises(FormatError, match="repeat an axis"):
         tl.load(path)
+
+
+def test_stft_istft_on_unknown_shapes(tmp_path: Path) -> None:
+    w = np.hanning(8).astype(np.float32) + 0.1
+    check(
+        lambda p: opset15.stft(p, ops.constant(w), const(8), const(3), True),
+        rand_f32(2, 30),
+        tmp_path=tmp_path,
+        dynamic=True,
+        **TOL,
+    )
+    for center in (False, True):
+        check(
+            lambda p, c=center: opset16.istft(p, ops.constant(w), const(8), const(3), c, True),
+            _istft_input(2, 6, 8),
+            tmp_path=tmp_path,
+            dynamic=True,
+            rtol=1e-4,
+            atol=1e-4,
+        )
