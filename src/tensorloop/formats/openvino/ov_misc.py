@@ -1,6 +1,12 @@
 """OpenVINO remaining tensor (space/batch shuffles, adaptive pooling, grid sampling, attention,
 colour conversion, CTC, segment) layers read as core ops: one converter per layer type, at every
-opset version OpenVINO's converters write."""
+opset version OpenVINO's converters write.
+
+Left unregistered: DeformableConvolution without bilinear_interpolation_pad (edge samples read the
+edge pixel, which DeformConv cannot; rejected with an error), RandomUniform and Multinomial
+(OpenVINO's generator), string ops, Inverse (no exact core op), and, not yet composed,
+GatherTree, CTCGreedyDecoder(SeqLen), CTCLoss, FakeConvert, BinaryConvolution and
+SparseFillEmptyRows."""
 
 from __future__ import annotations
 
