@@ -88,6 +88,32 @@ def check(
     return run_path(path, {f"x{i}": a for i, a in enumerate(arrays)}, **tol)
 
 
+def written_runs_alike(
+    model: tl.Model, feeds: dict[str, Array], tmp_path: Path, rtol: float = 1e-5, atol: float = 1e-6
+) -> None:
+    """Save ``model`` as IR: OpenVINO's CPU plugin (f32, the inputs' shapes set where the IR's
+    are dynamic) computes what tensorloop computes, same dtypes and shapes; and tensorloop reads
+    its own IR back to the same results."""
+    path = tmp_path / "w.xml"
+    tl.save(model, path)
+    core = ov.Core()
+    read = core.read_model(path)
+    if any(p.get_partial_shape().is_dynamic for p in read.inputs):
+        read.reshape({name: list(value.shape) for name, value in feeds.items()})
+    compiled = core.compile_model(read, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    got = compiled(feeds)
+    want = model.run(feeds)
+    for port in compiled.outputs:
+        name = port.get_any_name()
+        theirs, ours = np.asarray(got[port]), np.asarray(want[name])
+        assert theirs.dtype == ours.dtype, (name, theirs.dtype, ours.dtype)
+        assert theirs.shape == ours.shape, (name, theirs.shape, ours.shape)
+        np.testing.assert_allclose(theirs, ours, rtol=rtol, atol=atol, err_msg=name)
+    again = tl.load(path).run(feeds)
+    for name in model.output_names:
+        np.testing.assert_allclose(again[name], want[name], rtol=rtol, atol=atol, err_msg=name)
+
+
 def const(values: Any, dtype: Any = np.int64) -> Any:
     return ops.constant(np.array(values, dtype=dtype))
 

@@ -24,7 +24,7 @@ from openvino import (  # noqa: E402
     opset12,
     opset15,
 )
-from openvino_layer_checks import check, compile_cpu, const, rand_f32, run_path  # noqa: E402
+from openvino_layer_checks import check, compile_cpu, const, rand_f32, run_path, written_runs_alike  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
@@ -425,27 +425,6 @@ def _fresh_builder() -> None:
     tl.reset()
 
 
-def _written_runs(model: tl.Model, feeds: Feeds, tmp_path: Path) -> None:
-    """Save ``model`` as IR; OpenVINO's CPU plugin computes what tensorloop computes."""
-    path = tmp_path / "w.xml"
-    tl.save(model, path)
-    core = ov.Core()
-    read = core.read_model(path)
-    if any(p.get_partial_shape().is_dynamic for p in read.inputs):
-        read.reshape({name: list(value.shape) for name, value in feeds.items()})
-    compiled = core.compile_model(read, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    got = compiled(feeds)
-    want = model.run(feeds)
-    for port in compiled.outputs:
-        name = port.get_any_name()
-        a, b = np.asarray(got[port]), np.asarray(want[name])
-        assert a.shape == b.shape and a.dtype == b.dtype, (name, a.shape, b.shape, a.dtype)
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
-    again = tl.load(path).run(feeds)  # and tensorloop reads its own IR back
-    for name in model.output_names:
-        np.testing.assert_allclose(again[name], want[name], rtol=1e-6, err_msg=name)
-
-
 def _ph(name: str, like: np.ndarray[Any, Any], shape: Any = None) -> Any:
     return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
 
@@ -470,7 +449,7 @@ def test_write_scatters(reduction: str, tmp_path: Path) -> None:
             {"axis": -1, "reduction": reduction},
         ),
     }
-    _written_runs(tl.Model(outs), {"x": data, "u": upd}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": data, "u": upd}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -488,7 +467,7 @@ def test_write_gathers_and_tile(tmp_path: Path) -> None:
         "flat0": emit("Flatten", [x], {"axis": 0}),
         "flat3": emit("Flatten", [x], {"axis": -3}),
     }
-    _written_runs(tl.Model(outs), {"x": data}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": data}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -506,7 +485,7 @@ def test_write_index_generators(tmp_path: Path) -> None:
         "low": emit("Trilu", [x, _k(-1)], {"upper": 0}),
         "up2": emit("Trilu", [x, _k(1)]),
     }
-    _written_runs(tl.Model(outs), {"i": idx, "x": data}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"i": idx, "x": data}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -520,7 +499,7 @@ def test_write_reverse_sequence_and_einsum(tmp_path: Path) -> None:
         "tr": emit("Einsum", [s], {"equation": "...ij->...ji"}),
         "dot": emit("Einsum", [x, x], {"equation": "ij,ij"}),
     }
-    _written_runs(tl.Model(outs), {"s": seq, "a": a, "b": b}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"s": seq, "a": a, "b": b}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -534,7 +513,7 @@ def test_write_unique(sorted_: int, axis: int | None, tmp_path: Path) -> None:
         attrs["axis"] = axis
     y, first, inverse, counts = emit_node("Unique", [x], attrs)
     outs = {"y": y, "first": first, "inverse": inverse, "counts": counts}
-    _written_runs(tl.Model(outs), {"x": data}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": data}, tmp_path)
 
 
 # -- ONNX -> IR: the indexing ops ONNX exporters write --------------------------------------------

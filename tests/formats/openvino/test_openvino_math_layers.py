@@ -14,7 +14,7 @@ ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset16")
 
 from openvino import opset1, opset2, opset4, opset5, opset7, opset9, opset13, opset15  # noqa: E402
-from openvino_layer_checks import check, compile_cpu, const, rand_f32, save_ir  # noqa: E402
+from openvino_layer_checks import check, compile_cpu, const, rand_f32, save_ir, written_runs_alike  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
@@ -266,24 +266,6 @@ def _fresh_builder() -> None:
     tl.reset()
 
 
-def _written_runs_alike(
-    outs: dict[str, Any], feeds: Feeds, tmp_path: Path, rtol: float = 2e-6, atol: float = 2e-6
-) -> None:
-    """Save the model tl.Model(outs) as OpenVINO IR; OpenVINO's CPU plugin computes the same."""
-    model = tl.Model(outs)
-    path = tmp_path / "w.xml"
-    tl.save(model, path)
-    compiled = compile_cpu(path)
-    got = compiled(feeds)
-    want = model.run(feeds)
-    for port in compiled.outputs:
-        name = port.get_any_name()
-        actual, expected = np.asarray(got[port]), want[name]
-        assert actual.dtype == expected.dtype, name
-        assert actual.shape == expected.shape, name
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=name)
-
-
 def _ph(name: str, like: Array, shape: tuple[int | str, ...] | None = None) -> Any:
     return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
 
@@ -337,7 +319,7 @@ def test_writer_unary_ops(name: str, tmp_path: Path) -> None:
         x[0, :4] = [-2.5, -0.5, 0.5, 1.5]
     p, q = _ph("x", x), _ph("y", x, ("N", 5))
     outs = {"static": emit(op, [p], attrs), "dynamic": emit(op, [q], attrs)}
-    _written_runs_alike(outs, {"x": x, "y": x}, tmp_path, rtol=2e-5)
+    written_runs_alike(tl.Model(outs), {"x": x, "y": x}, tmp_path, rtol=2e-5)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -353,7 +335,7 @@ def test_writer_half_precision(tmp_path: Path) -> None:
         "l2": emit("ReduceL2", [p, tl.constant(np.array([1]))]),
         "lse": emit("ReduceLogSumExp", [p, tl.constant(np.array([0]))]),
     }
-    _written_runs_alike(outs, {"x": x}, tmp_path, rtol=2e-3, atol=2e-3)
+    written_runs_alike(tl.Model(outs), {"x": x}, tmp_path, rtol=2e-3, atol=2e-3)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -366,7 +348,7 @@ def test_writer_predicates_and_integer_sign(tmp_path: Path) -> None:
         for pos in (0, 1):
             attrs = {"detect_negative": neg, "detect_positive": pos}
             outs[f"inf{neg}{pos}"] = emit("IsInf", [p], attrs)
-    _written_runs_alike(outs, {"x": x, "i": i}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": x, "i": i}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -387,7 +369,7 @@ def test_writer_prelu(
     slope = RNG.uniform(0.05, 0.9, slope_shape).astype(np.float32)
     p, s = _ph("x", x), _ph("s", slope)
     outs = {"const": emit("PRelu", [p, tl.constant(slope)]), "param": emit("PRelu", [p, s])}
-    _written_runs_alike(outs, {"x": x, "s": slope}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": x, "s": slope}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -399,7 +381,7 @@ def test_writer_mod(dtype: Any, tmp_path: Path) -> None:
         a, b = a + np.float32(0.25), b * np.float32(1.5)
     p, q = _ph("a", a), _ph("b", b)
     outs = {f"mod{f}": emit("Mod", [p, q], {"fmod": f}) for f in (0, 1)}
-    _written_runs_alike(outs, {"a": a, "b": b}, tmp_path, atol=1e-5)
+    written_runs_alike(tl.Model(outs), {"a": a, "b": b}, tmp_path, atol=1e-5)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -410,7 +392,7 @@ def test_writer_bitwise(dtype: Any, tmp_path: Path) -> None:
     p, q = _ph("a", a), _ph("b", b)
     outs = {op: emit(op, [p, q]) for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor")}
     outs["not"] = emit("BitwiseNot", [p])
-    _written_runs_alike(outs, {"a": a, "b": b}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"a": a, "b": b}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -428,7 +410,7 @@ def test_writer_bit_shift(dtype: Any, tmp_path: Path) -> None:
     for d in ("LEFT", "RIGHT"):
         outs[f"const_{d}"] = emit("BitShift", [p, tl.constant(in_range)], {"direction": d})
         outs[f"param_{d}"] = emit("BitShift", [p, q], {"direction": d})
-    _written_runs_alike(outs, {"a": a, "b": counts}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"a": a, "b": counts}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -449,7 +431,7 @@ def test_writer_sum_mean_and_clip(tmp_path: Path) -> None:
         "clip_none": emit("Clip", [p]),
         "clip_int": emit("Clip", [k, tl.constant(np.int32(0)), tl.constant(np.int32(5))]),
     }
-    _written_runs_alike(outs, {"x": x, "y": y, "z": z, "i": i}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": x, "y": y, "z": z, "i": i}, tmp_path)
 
 
 REDUCTIONS = ["ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum"]
@@ -471,7 +453,7 @@ def test_writer_reductions(op: str, tmp_path: Path) -> None:
     outs["noop_empty"] = emit(
         op, [p, tl.constant(np.zeros(0, np.int64))], {"noop_with_empty_axes": 1, "keepdims": 0}
     )
-    _written_runs_alike(outs, {"x": x, "y": x}, tmp_path, rtol=2e-5)
+    written_runs_alike(tl.Model(outs), {"x": x, "y": x}, tmp_path, rtol=2e-5)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -480,7 +462,7 @@ def test_writer_log_sum_exp_of_infinities(tmp_path: Path) -> None:
     x = x.astype(np.float32)
     p = _ph("x", x)
     outs = {"lse": emit("ReduceLogSumExp", [p, tl.constant(np.array([1]))], {"keepdims": 0})}
-    _written_runs_alike(outs, {"x": x}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": x}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
@@ -488,7 +470,7 @@ def test_writer_integer_reductions(tmp_path: Path) -> None:
     i = np.array([[3, -4, 5], [1, 2, -2]], np.int32)
     p = _ph("i", i)
     outs = {op: emit(op, [p, tl.constant(np.array([1]))], {"keepdims": 0}) for op in REDUCTIONS[:4]}
-    _written_runs_alike(outs, {"i": i}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"i": i}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")

@@ -13,7 +13,7 @@ ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
 from openvino import opset1, opset2, opset5, opset6, opset8, opset10, opset11, opset12, opset14  # noqa: E402
-from openvino_layer_checks import check, compile_cpu, const, rand_f32  # noqa: E402
+from openvino_layer_checks import check, const, rand_f32, written_runs_alike  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
@@ -415,24 +415,6 @@ def fresh() -> None:
     tl.reset()
 
 
-def _saved_and_run(outs: dict[str, Any], feeds: dict[str, Any], tmp_path: Path) -> None:
-    """Save the model, run it on the CPU plugin and here, compare; then read the IR back."""
-    model = tl.Model(outs)
-    path = tmp_path / "w.xml"
-    tl.save(model, path)
-    compiled = compile_cpu(path)
-    got = compiled(feeds)
-    want = model.run(feeds)
-    for out in compiled.outputs:
-        name = out.get_any_name()
-        theirs = np.asarray(got[out])
-        assert theirs.shape == want[name].shape, name
-        np.testing.assert_allclose(theirs, want[name], rtol=1e-4, atol=1e-5, err_msg=name)
-    again = tl.load(path).run(feeds)
-    for name in model.output_names:
-        np.testing.assert_allclose(again[name], want[name], rtol=1e-4, atol=1e-5, err_msg=name)
-
-
 def _ph(name: str, a: Any) -> Any:
     return tl.placeholder(a.dtype, a.shape, name=name)
 
@@ -464,7 +446,7 @@ def test_write_conv(attrs: dict[str, Any], tmp_path: Path) -> None:
         "y": emit("Conv", [x, _c(w), _c(b)], attrs),
         "nobias": emit("Conv", [x, _c(w)], attrs),
     }
-    _saved_and_run(outs, {"x": X4}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.usefixtures("fresh")
@@ -485,7 +467,7 @@ def test_write_conv_transpose(attrs: dict[str, Any], tmp_path: Path) -> None:
     b = rand_f32(w.shape[1] * group)
     x = _ph("x", X4)
     outs = {"y": emit("ConvTranspose", [x, _c(w), _c(b)], attrs)}
-    _saved_and_run(outs, {"x": X4}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.usefixtures("fresh")
@@ -509,7 +491,7 @@ def test_write_pools(attrs: dict[str, Any], tmp_path: Path) -> None:
     outs["avg_pads"] = emit("AveragePool", [x], {**attrs, "count_include_pad": 1})
     outs["gavg"] = emit("GlobalAveragePool", [x])
     outs["gmax"] = emit("GlobalMaxPool", [x])
-    _saved_and_run(outs, {"x": X4}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.usefixtures("fresh")
@@ -528,7 +510,7 @@ def test_write_normalizations(tmp_path: Path) -> None:
     )[0]
     outs["mvn"] = emit("MeanVarianceNormalization", [x])
     outs["mvn1"] = emit("MeanVarianceNormalization", [x], {"axes": [1, -1]})
-    _saved_and_run(outs, {"x": X4}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.usefixtures("fresh")
@@ -539,7 +521,7 @@ def test_write_blocks(mode: str, tmp_path: Path) -> None:
         "d2s": emit("DepthToSpace", [x], {"blocksize": 2, "mode": mode}),
         "s2d": emit("SpaceToDepth", [x], {"blocksize": 2, "mode": mode}),
     }
-    _saved_and_run(outs, {"x": X4[:, :, :6]}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": X4[:, :, :6]}, tmp_path)
 
 
 @pytest.mark.usefixtures("fresh")
@@ -559,7 +541,7 @@ def test_write_resize(ctm: str, mode: str, tmp_path: Path) -> None:
             [x, None, None, _c(np.array([5, 11]))],
             {**attrs, "axes": [-2, -1], "nearest_mode": nm},
         )
-    _saved_and_run(outs, {"x": X4}, tmp_path)
+    written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.usefixtures("fresh")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -14,11 +13,7 @@ from .inputs import (
     const_ints,
     has_input,
     int_vector,
-    normalized_axes,
-    rank_of,
-    scalar_const,
     scalar_input,
-    type_of,
 )
 
 ReduceLowering = Callable[[LayerContext, Value, Value, bool], Value]
@@ -31,49 +26,12 @@ def _core_reduce(op: str) -> ReduceLowering:
     )
 
 
-def _reduce_prod(ctx: LayerContext, x: Value, _axes: Value, keep: bool) -> Value:
-    """No core op multiplies along axes: move the reduced axes last, fuse them into one axis of
-    static size n, and halve it with pairwise Mul until one entry is left (log2(n) steps). The
-    axes must be constant, so they are read from the layer's input rather than ``_axes``."""
-    em = ctx.em
-    rank = rank_of(ctx, 0, "data")
-    axes = sorted(set(normalized_axes(ctx, const_ints(ctx, 1, "axes"), rank, "axes")))
-    if not axes:
-        return em.op("Identity", [x])
-    shape = type_of(ctx, x).shape
-    assert shape is not None
-    dims = [shape[a] for a in axes]
-    if not all(isinstance(d, int) for d in dims):
-        raise ctx.error(f"ReduceProd needs static sizes on the reduced axes {axes}, got {shape}")
-    n = math.prod(int(d) for d in dims)
-    if n == 0:  # the empty product is 1: a sum over the same (empty) axes, plus 1
-        total = em.op("ReduceSum", [x, em.ints(axes)], {"keepdims": int(keep)})
-        return em.op("Add", [total, scalar_const(ctx, 1, type_of(ctx, x).dtype)])
-    kept = [a for a in range(rank) if a not in axes]
-    y = x
-    if kept + axes != list(range(rank)):
-        y = em.op("Transpose", [y], {"perm": kept + axes})
-    y = em.op("Reshape", [y, em.ints([0] * len(kept) + [n])])  # each 0 copies a kept dim
-
-    def part(lo: int, hi: int) -> Value:
-        return em.op("Slice", [y, em.ints([lo]), em.ints([hi]), em.ints([-1])])
-
-    while n > 1:
-        half = n // 2
-        product = em.op("Mul", [part(0, half), part(half, 2 * half)])
-        if n % 2:
-            product = em.op("Concat", [product, part(2 * half, n)], {"axis": -1})
-        y, n = product, n - half
-    y = em.op("Squeeze", [y, em.ints([-1])])
-    return em.op("Unsqueeze", [y, em.ints(axes)]) if keep else y
-
-
 _REDUCTIONS: dict[str, ReduceLowering] = {
     "ReduceSum": _core_reduce("ReduceSum"),
     "ReduceMean": _core_reduce("ReduceMean"),
     "ReduceMax": _core_reduce("ReduceMax"),
     "ReduceMin": _core_reduce("ReduceMin"),
-    "ReduceProd": _reduce_prod,
+    "ReduceProd": _core_reduce("ReduceProd"),
 }
 
 
