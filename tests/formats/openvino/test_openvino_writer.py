@@ -16,7 +16,13 @@ import defusedxml.ElementTree as SafeET  # noqa: E402
 import tensorloop as tl  # noqa: E402
 from loop_models import hand_built_loop, scan_on_axis, while_on_data  # noqa: E402
 from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
-from tensorloop.formats.openvino import write_indexing, write_math, write_nn  # noqa: E402
+from tensorloop.formats.openvino import (  # noqa: E402
+    write_image,
+    write_indexing,
+    write_math,
+    write_nn,
+    write_signal,
+)
 from tensorloop.formats.openvino.writer import _EMITTERS  # noqa: E402
 from tensorloop.ir.emit import Emitter  # noqa: E402
 from tensorloop.ir.graph import Graph  # noqa: E402
@@ -281,6 +287,8 @@ FAMILY_TESTS = {
     write_math: "test_openvino_math_layers.py",
     write_nn: "test_openvino_nn_layers.py",
     write_indexing: "test_openvino_index_layers.py",
+    write_signal: "test_openvino_write_signal.py",
+    write_image: "test_openvino_write_image.py",
 }
 """Each op family's emitters are tested in the family's own file, against the CPU plugin."""
 

@@ -397,9 +397,15 @@ OP_EMITTERS: dict[str, Emitter] = {
 }
 """Every op but Loop and If (write_control.py)."""
 
-from . import write_indexing, write_math, write_nn  # noqa: E402  (the op families' emitters)
+from . import (  # noqa: E402  (the op families' emitters)
+    write_image,
+    write_indexing,
+    write_math,
+    write_nn,
+    write_signal,
+)
 
-for _family in (write_math, write_nn, write_indexing):
+for _family in (write_math, write_nn, write_indexing, write_signal, write_image):
     _twice = sorted(set(_family.EMITTERS) & set(OP_EMITTERS))
     assert not _twice, f"ops written twice: {_twice}"
     OP_EMITTERS.update(_family.EMITTERS)
