@@ -3,7 +3,73 @@ layers; merged into ``write_ops.OP_EMITTERS``."""
 
 from __future__ import annotations
 
-from .write_net import Emitter
+import numpy as np
 
-EMITTERS: dict[str, Emitter] = {}
+from ...ops.signal import dft_axis
+from ...tensor.dtypes import DType
+from ...tensor.types import TensorType
+from .write_net import Call, Emitter, NetBuilder, Tensor
+
+
+def _const_int(call: Call, t: Tensor, what: str) -> int:
+    if t.value is None or t.value.size != 1:
+        raise call.error(f"{what} must be a constant scalar for OpenVINO IR")
+    return int(t.value.reshape(-1)[0])
+
+
+def _as_vector(net: NetBuilder, t: Tensor) -> Tensor:
+    """A scalar (or one-element) i64 tensor as the [1] vector OpenVINO's signal_size wants."""
+    if t.value is not None:
+        return net.ints([int(t.value.reshape(-1)[0])])
+    if t.type.dtype is not DType.int64:
+        t = net.op("Convert", [t], t.type.with_dtype(DType.int64), destination_type=DType.int64)
+    return net.op("Reshape", [t, net.ints([1])], TensorType(DType.int64, [1]), special_zero=False)
+
+
+def _dft(net: NetBuilder, call: Call) -> list[Tensor]:
+    """DFT along one axis as DFT/IDFT (complex in and out), RDFT (onesided forward, real in) or
+    IRDFT (onesided inverse, real out); OpenVINO's complex tensors end in a dim of 2 as ours."""
+    x, length, axis_in = call.arg(0), call.opt(1), call.opt(2)
+    rank = x.rank
+    if rank is None:
+        raise call.error("DFT needs an input of known rank for OpenVINO IR")
+    axis = -2 if axis_in is None else _const_int(call, axis_in, "axis")
+    try:
+        a = dft_axis(axis, rank)
+    except ValueError as exc:
+        raise call.error(str(exc)) from None
+    last = None if x.type.shape is None else x.type.shape[-1]
+    if not isinstance(last, int):
+        raise call.error("DFT needs the input's last dim (1 real, 2 complex) known")
+    inverse, onesided = bool(call.attrs["inverse"]), bool(call.attrs["onesided"])
+    ins = [net.ints([a])]
+    if length is not None:
+        ins.append(_as_vector(net, length))
+    shape = x.type.shape
+    assert shape is not None
+    if onesided and not inverse:
+        real = x.type.with_shape(shape[:-1])
+        x = net.op("Squeeze", [x, net.ints([rank - 1])], real)
+        return [net.op("RDFT", [x, *ins], call.out, "opset9")]
+    if onesided:
+        flat = call.out.with_shape(None if call.out.shape is None else call.out.shape[:-1])
+        y = net.op("IRDFT", [x, *ins], flat, "opset9")
+        return [net.op("Unsqueeze", [y, net.ints([rank - 1])], call.out)]
+    if last == 1:  # real input: a zero imaginary part
+        zeros = np.zeros(rank, np.int64)
+        pads_end = zeros.copy()
+        pads_end[-1] = 1
+        x = net.op(
+            "Pad",
+            [x, net.const(zeros), net.const(pads_end), net.const(0, x.type.dtype)],
+            x.type.with_shape((*shape[:-1], 2)),
+            "opset12",
+            pad_mode="constant",
+        )
+    return [net.op("IDFT" if inverse else "DFT", [x, *ins], call.out, "opset7")]
+
+
+EMITTERS: dict[str, Emitter] = {
+    "DFT": _dft,
+}
 """Emitters of this family, by core op name."""
