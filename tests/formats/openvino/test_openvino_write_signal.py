@@ -62,3 +62,36 @@ def test_writer_dft(name: str, tmp_path: Path) -> None:
     ins = [p, None if length is None else _ints(length), _ints(axis)]
     y = emit("DFT", ins, {"inverse": inverse, "onesided": onesided})
     written_runs_alike(tl.Model({"y": y}), {"x": x}, tmp_path, rtol=1e-4, atol=1e-4)
+
+
+# -- STFT -----------------------------------------------------------------------------------------
+STFT_CASES = {
+    # name: (signal length, frame_step, window length or None, frame_length or None)
+    "window": (16, 4, 8, None),
+    "both": (17, 3, 6, 6),
+    "length-only": (12, 2, None, 5),
+    "whole": (10, 1, None, None),
+}
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("name", sorted(STFT_CASES))
+def test_writer_stft(name: str, tmp_path: Path) -> None:
+    size, step, window, length = STFT_CASES[name]
+    x = _rand(2, size, 1)
+    feeds = {"x": x}
+    ins = [_ph("x", x), _ints(step), None, None if length is None else _ints(length)]
+    if window is not None:
+        w = np.hanning(window).astype(np.float32)
+        ins[2], feeds["w"] = _ph("w", w), w
+    y = emit("STFT", ins)
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("case", ["complex", "two-sided"])
+def test_writer_stft_refused(case: str, tmp_path: Path) -> None:
+    x = _rand(1, 8, 2 if case == "complex" else 1)
+    y = emit("STFT", [_ph("x", x), _ints(2), None, _ints(4)], {"onesided": int(case == "complex")})
+    with pytest.raises(tl.FormatError, match="OpenVINO's STFT"):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")

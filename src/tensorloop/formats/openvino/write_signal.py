@@ -8,7 +8,7 @@ import numpy as np
 from ...ops.signal import dft_axis
 from ...tensor.dtypes import DType
 from ...tensor.types import TensorType
-from .write_net import Call, Emitter, NetBuilder, Tensor
+from .write_net import Call, Emitter, NetBuilder, Tensor, dim_of, scalar
 
 
 def _const_int(call: Call, t: Tensor, what: str) -> int:
@@ -69,7 +69,31 @@ def _dft(net: NetBuilder, call: Call) -> list[Tensor]:
     return [net.op("IDFT" if inverse else "DFT", [x, *ins], call.out, "opset7")]
 
 
+def _stft(net: NetBuilder, call: Call) -> list[Tensor]:
+    """STFT of a real signal [B, L, 1], onesided, as STFT-15 over [B, L] (frames first)."""
+    x, step, window, length = call.arg(0), call.arg(1), call.opt(2), call.opt(3)
+    shape = x.type.shape
+    if shape is None or shape[-1] != 1:
+        raise call.error(
+            "OpenVINO's STFT takes a real signal only: the input's last dim must be known as 1"
+        )
+    if not call.attrs["onesided"]:
+        raise call.error("OpenVINO's STFT gives the one-sided spectrum only (onesided=1)")
+    dt = x.type.dtype
+    if length is None:
+        length = dim_of(net, window, 0) if window is not None else dim_of(net, x, 1)
+    frame_size = scalar(net, length)
+    if window is None:
+        if frame_size.value is None:
+            raise call.error("STFT without a window needs a constant frame_length")
+        window = net.const(np.ones(int(frame_size.value), dt.numpy))
+    signal = net.op("Squeeze", [x, net.ints([2])], x.type.with_shape(shape[:-1]))
+    ins = [signal, window, frame_size, scalar(net, step)]
+    return [net.op("STFT", ins, call.out, "opset15", transpose_frames=False)]
+
+
 EMITTERS: dict[str, Emitter] = {
     "DFT": _dft,
+    "STFT": _stft,
 }
 """Emitters of this family, by core op name."""
