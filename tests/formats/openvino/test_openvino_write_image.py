@@ -1,1 +1,105 @@
 """Core ops written as OpenVINO layers (write_image.py), run by OpenVINO's CPU plugin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ov = pytest.importorskip("openvino")
+
+from openvino_layer_checks import written_runs_alike  # noqa: E402
+
+import tensorloop as tl  # noqa: E402
+from tensorloop.builder.tracing import emit  # noqa: E402
+from tensorloop.errors import FormatError  # noqa: E402
+
+Array = np.ndarray[Any, Any]
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture
+def _fresh_builder() -> None:
+    tl.reset()
+
+
+def _ph(name: str, like: Array) -> Any:
+    return tl.placeholder(like.dtype, like.shape, name=name)
+
+
+def _rand(*shape: int) -> Array:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+# -- GridSample -----------------------------------------------------------------------------------
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_writer_grid_sample(mode: str, padding: str, align: int, tmp_path: Path) -> None:
+    x = _rand(2, 3, 5, 6)
+    grid = RNG.uniform(-1.3, 1.3, (2, 4, 7, 2)).astype(np.float32)
+    attrs = {"mode": mode, "padding_mode": padding, "align_corners": align}
+    y = emit("GridSample", [_ph("x", x), _ph("grid", grid)], attrs)
+    feeds = {"x": x, "grid": grid}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_grid_sample_3d_refused(tmp_path: Path) -> None:
+    x, grid = _rand(1, 2, 3, 4, 5), _rand(1, 2, 2, 2, 3)
+    y = emit("GridSample", [_ph("x", x), _ph("grid", grid)], {})
+    with pytest.raises(FormatError, match="2-D images"):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+# -- RoiAlign -------------------------------------------------------------------------------------
+ROIS = np.array(
+    [[0.5, 1.0, 6.0, 5.5], [2.0, 2.0, 2.0, 2.0], [1.2, 0.3, 7.7, 7.9], [3.0, 1.0, 4.5, 6.0]],
+    np.float32,
+)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("coords", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("ratio", [0, 2])
+@pytest.mark.parametrize(("oh", "ow", "scale"), [(2, 3, 1.0), (3, 3, 0.5)])
+def test_writer_roi_align(
+    coords: str, ratio: int, oh: int, ow: int, scale: float, tmp_path: Path
+) -> None:
+    x = _rand(2, 3, 8, 9)
+    indices = np.array([0, 1, 1, 0], np.int64)
+    attrs = {
+        "coordinate_transformation_mode": coords,
+        "mode": "avg",
+        "output_height": oh,
+        "output_width": ow,
+        "sampling_ratio": ratio,
+        "spatial_scale": scale,
+    }
+    y = emit("RoiAlign", [_ph("x", x), _ph("rois", ROIS), _ph("indices", indices)], attrs)
+    feeds = {"x": x, "rois": ROIS, "indices": indices}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_roi_align_max_refused(tmp_path: Path) -> None:
+    x, indices = _rand(1, 2, 6, 6), np.zeros(4, np.int64)
+    y = emit("RoiAlign", [_ph("x", x), _ph("rois", ROIS), _ph("i", indices)], {"mode": "max"})
+    with pytest.raises(FormatError, match="max mode"):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+# -- MaxRoiPool -----------------------------------------------------------------------------------
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize(("shape", "scale"), [((2, 2), 1.0), ((3, 2), 0.5), ((1, 4), 0.25)])
+def test_writer_max_roi_pool(shape: tuple[int, int], scale: float, tmp_path: Path) -> None:
+    x = _rand(2, 3, 8, 9)
+    rois = np.array(
+        [[0, 0.5, 1.0, 6.0, 5.5], [1, 2.0, 2.0, 2.0, 2.0], [1, 1.2, 0.3, 7.7, 7.9]], np.float32
+    )
+    attrs = {"pooled_shape": list(shape), "spatial_scale": scale}
+    y = emit("MaxRoiPool", [_ph("x", x), _ph("rois", rois)], attrs)
+    written_runs_alike(tl.Model({"y": y}), {"x": x, "rois": rois}, tmp_path)

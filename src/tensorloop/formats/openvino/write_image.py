@@ -3,7 +3,107 @@ quantisation) layers; merged into ``write_ops.OP_EMITTERS``."""
 
 from __future__ import annotations
 
-from .write_net import Emitter
+import numpy as np
 
-EMITTERS: dict[str, Emitter] = {}
+from ...tensor.dtypes import DType
+from ...tensor.types import UNKNOWN, TensorType
+from .write_net import Call, Emitter, NetBuilder, Tensor, convert
+
+_GRID_MODES = {"linear": "bilinear", "cubic": "bicubic", "nearest": "nearest"}
+
+
+def _grid_sample(net: NetBuilder, call: Call) -> list[Tensor]:
+    x = call.arg(0)
+    if x.rank != 4:
+        raise call.error(
+            f"OpenVINO's GridSample samples 2-D images [N, C, H, W] only, got {x.type}"
+        )
+    return net.layer(
+        "GridSample",
+        [x, call.arg(1)],
+        call.outs,
+        "opset9",
+        align_corners=bool(call.attrs["align_corners"]),
+        mode=_GRID_MODES[call.attrs["mode"]],
+        padding_mode=call.attrs["padding_mode"],
+    )
+
+
+def _roi_align(net: NetBuilder, call: Call) -> list[Tensor]:
+    if call.attrs["mode"] != "avg":
+        # OpenVINO takes the largest bilinear sample; the core op the largest weighted corner.
+        raise call.error("OpenVINO's ROIAlign max mode computes another maximum: not supported")
+    x, rois, indices = call.arg(0), call.arg(1), call.arg(2)
+    half = call.attrs["coordinate_transformation_mode"] == "half_pixel"
+    ratio, scale = int(call.attrs["sampling_ratio"]), float(call.attrs["spatial_scale"])
+    oh, ow = int(call.attrs["output_height"]), int(call.attrs["output_width"])
+    # half_pixel_for_nn is x * scale - 0.5 as core half_pixel; asymmetric is x * scale with
+    # RoIs of at least one pixel, as core output_half_pixel.
+    out = net.op(
+        "ROIAlign",
+        [x, rois, convert(net, indices, DType.int64)],
+        call.out,
+        "opset9",
+        pooled_h=oh,
+        pooled_w=ow,
+        sampling_ratio=ratio,
+        spatial_scale=scale,
+        mode="avg",
+        aligned_mode="half_pixel_for_nn" if half else "asymmetric",
+    )
+    if not half or ratio > 0:
+        return [out]
+    # Adaptive sampling takes ceil(bin size) samples a bin: none for an empty RoI, whose bins
+    # OpenVINO averages to 0 / 0 = NaN and the core op to 0.
+    dt = rois.type.dtype
+    n = UNKNOWN if rois.type.shape is None else rois.type.shape[0]
+    pair = TensorType(dt, [n, 2])
+    scaled = net.op(
+        "Multiply", [rois, net.const(np.float64(scale), dt)], rois.type, auto_broadcast="numpy"
+    )
+    low, high = net.layer("VariadicSplit", [scaled, net.ints(1), net.ints([2, 2])], [pair, pair])
+    extent = net.op("Subtract", [high, low], pair, auto_broadcast="numpy")
+    per_bin = net.op(
+        "Divide",
+        [extent, net.const(np.array([ow, oh]), dt)],
+        pair,
+        auto_broadcast="numpy",
+        m_pythondiv=True,
+    )
+    bins = net.op("Ceiling", [per_bin], pair)
+    flags = TensorType(DType.bool, [n, 2])
+    empty = net.op("Equal", [bins, net.const(np.float64(0), dt)], flags, auto_broadcast="numpy")
+    anyway = net.op(
+        "ReduceLogicalOr", [empty, net.ints([1])], TensorType(DType.bool, [n]), keep_dims=False
+    )
+    mask = net.op(
+        "Reshape",
+        [anyway, net.ints([-1, 1, 1, 1])],
+        TensorType(DType.bool, [n, 1, 1, 1]),
+        special_zero=False,
+    )
+    zero = net.const(np.float64(0), call.out.dtype)
+    return [net.op("Select", [mask, zero, out], call.out, auto_broadcast="numpy")]
+
+
+def _max_roi_pool(net: NetBuilder, call: Call) -> list[Tensor]:
+    ph, pw = (int(v) for v in call.attrs["pooled_shape"])
+    return net.layer(
+        "ROIPooling",
+        [call.arg(0), call.arg(1)],
+        call.outs,
+        "opset2",
+        output_size=f"{ph},{pw}",
+        pooled_h=ph,
+        pooled_w=pw,
+        spatial_scale=float(call.attrs["spatial_scale"]),
+        method="max",
+    )
+
+
+EMITTERS: dict[str, Emitter] = {
+    "GridSample": _grid_sample,
+    "RoiAlign": _roi_align,
+    "MaxRoiPool": _max_roi_pool,
+}
 """Emitters of this family, by core op name."""
