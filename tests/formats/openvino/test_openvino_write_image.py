@@ -15,6 +15,7 @@ from openvino_layer_checks import written_runs_alike  # noqa: E402
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
 from tensorloop.errors import FormatError  # noqa: E402
+from tensorloop.tensor.dtypes import DType  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(11)
@@ -103,3 +104,66 @@ def test_writer_max_roi_pool(shape: tuple[int, int], scale: float, tmp_path: Pat
     attrs = {"pooled_shape": list(shape), "spatial_scale": scale}
     y = emit("MaxRoiPool", [_ph("x", x), _ph("rois", rois)], attrs)
     written_runs_alike(tl.Model({"y": y}), {"x": x, "rois": rois}, tmp_path)
+
+
+# -- QuantizeLinear / DequantizeLinear ------------------------------------------------------------
+def _quant_params(zero_type: Any, per_axis: bool, scale_type: Any) -> tuple[Array, Array | None]:
+    n = 3 if per_axis else 1
+    scale = RNG.uniform(0.02, 0.3, n).astype(scale_type)
+    zero = None
+    if zero_type is not None:
+        info = np.iinfo(zero_type)
+        zero = RNG.integers(max(info.min, -20), min(info.max, 20), n, endpoint=True)
+        zero = zero.astype(zero_type)
+    if not per_axis:
+        scale = scale.reshape(())
+        zero = None if zero is None else zero.reshape(())
+    return scale, zero
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_quantize_linear_refused(tmp_path: Path) -> None:
+    """OpenVINO's CPU Divide is not correctly rounded: QuantizeLinear is refused."""
+    x = _rand(2, 3)
+    y = emit("QuantizeLinear", [_ph("x", x), tl.constant(np.float32(0.1))], {})
+    with pytest.raises(FormatError, match="QuantizeLinear is not written"):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+DEQUANT_CASES = {
+    # name: (x dtype, has zero point, per axis, output dtype)
+    "u8": (np.uint8, False, False, None),
+    "u8-zero": (np.uint8, True, False, None),
+    "i8-axis": (np.int8, True, True, None),
+    "i16-axis": (np.int16, True, True, None),
+    "u16": (np.uint16, True, False, None),
+    "i8-f16-out": (np.int8, True, True, "float16"),
+}
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("name", sorted(DEQUANT_CASES))
+def test_writer_dequantize_linear(name: str, tmp_path: Path) -> None:
+    x_type, has_zero, per_axis, out = DEQUANT_CASES[name]
+    scale, zero = _quant_params(x_type if has_zero else None, per_axis, np.float32)
+    info = np.iinfo(x_type)
+    x = RNG.integers(info.min, info.max, (2, 3, 4), endpoint=True).astype(x_type)
+    ins = [_ph("x", x), _ph("scale", scale)] + ([] if zero is None else [tl.constant(zero)])
+    attrs: dict[str, Any] = {"axis": -2}
+    if out is not None:
+        attrs["output_dtype"] = DType(out)
+    y = emit("DequantizeLinear", ins, attrs)
+    feeds = {"x": x, "scale": scale}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-6, atol=0)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("case", ["blocked", "int32"])
+def test_writer_dequantize_linear_refused(case: str, tmp_path: Path) -> None:
+    q = np.arange(8, dtype=np.int32 if case == "int32" else np.int8).reshape(2, 4)
+    scale = np.full((2, 2) if case == "blocked" else (), 0.1, np.float32)
+    attrs: dict[str, Any] = {"axis": 1, "block_size": 2} if case == "blocked" else {}
+    y = emit("DequantizeLinear", [_ph("q", q), tl.constant(scale)], attrs)
+    match = "blocked" if case == "blocked" else "dequantizing i32"
+    with pytest.raises(FormatError, match=match):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")

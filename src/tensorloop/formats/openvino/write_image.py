@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.quant import param_layout
 from ...tensor.dtypes import DType
 from ...tensor.types import UNKNOWN, TensorType
 from .write_net import Call, Emitter, NetBuilder, Tensor, convert
@@ -101,7 +102,64 @@ def _max_roi_pool(net: NetBuilder, call: Call) -> list[Tensor]:
     )
 
 
+# -- quantisation ---------------------------------------------------------------------------------
+_QUANT_INTS = frozenset({DType.int8, DType.uint8, DType.int16, DType.uint16})
+"""What QuantizeLinear and DequantizeLinear are written for: the integers whose every value f32
+holds and whose sums with a zero point f32 computes exactly."""
+
+
+def _param(net: NetBuilder, call: Call, p: Tensor, data: Tensor, dt: DType) -> Tensor:
+    """A scale or zero point as ``dt``, shaped to broadcast over ``data`` (per tensor or axis)."""
+    if p.type.shape is None or data.type.shape is None:
+        raise call.error("the scale, zero point and data need known ranks")
+    try:
+        kind, axis = param_layout(
+            p.type.shape, data.type.shape, call.attrs["axis"], call.attrs["block_size"]
+        )
+    except ValueError as exc:
+        raise call.error(str(exc)) from None
+    if kind == "blocked":
+        raise call.error("blocked quantisation (block_size > 0) is not written to OpenVINO")
+    p = convert(net, p, dt)
+    rank = len(data.type.shape)
+    dims = [] if kind == "tensor" else [-1 if i == axis else 1 for i in range(rank)]
+    if p.value is not None:
+        return net.const(p.value.reshape(dims))
+    shape = TensorType(
+        dt, [] if kind == "tensor" else [p.type.shape[0] if i == axis else 1 for i in range(rank)]
+    )
+    return net.op("Reshape", [p, net.ints(dims)], shape, special_zero=False)
+
+
+def _quantize_linear(net: NetBuilder, call: Call) -> list[Tensor]:
+    # round(x / scale) to nearest even needs a correctly rounded quotient: OpenVINO's CPU plugin
+    # divides (f32 and f64 alike) with an error of an ulp, so values at or near a tie round the
+    # other way. Not written rather than written differently.
+    raise call.error(
+        "QuantizeLinear is not written to OpenVINO: its CPU plugin's Divide is not correctly "
+        "rounded, so x / scale at or near a tie would round to another integer"
+    )
+
+
+def _dequantize_linear(net: NetBuilder, call: Call) -> list[Tensor]:
+    x, scale, zero = call.arg(0), call.arg(1), call.opt(2)
+    if x.type.dtype not in _QUANT_INTS:
+        raise call.error(
+            f"dequantizing {x.type.dtype} is not written to OpenVINO (int8, uint8, int16, uint16)"
+        )
+    f32 = DType.float32
+    shifted = convert(net, x, f32)  # exact, as is the difference below
+    if zero is not None:
+        z = _param(net, call, zero, x, f32)
+        shifted = net.op("Subtract", [shifted, z], shifted.type, auto_broadcast="numpy")
+    s = _param(net, call, scale, x, f32)
+    y = net.op("Multiply", [shifted, s], shifted.type, auto_broadcast="numpy")
+    return [convert(net, y, call.out.dtype)]
+
+
 EMITTERS: dict[str, Emitter] = {
+    "QuantizeLinear": _quantize_linear,
+    "DequantizeLinear": _dequantize_linear,
     "GridSample": _grid_sample,
     "RoiAlign": _roi_align,
     "MaxRoiPool": _max_roi_pool,
