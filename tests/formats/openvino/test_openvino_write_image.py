@@ -167,3 +167,40 @@ def test_writer_dequantize_linear_refused(case: str, tmp_path: Path) -> None:
     match = "blocked" if case == "blocked" else "dequantizing i32"
     with pytest.raises(FormatError, match=match):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+# -- DeformConv -----------------------------------------------------------------------------------
+DEFORM_CASES = {
+    # name: (group, offset_group, strides, pads, dilations, bias, mask)
+    "plain": (1, 1, [1, 1], [0, 0, 0, 0], [1, 1], False, False),
+    "bias-mask": (1, 1, [1, 1], [1, 1, 1, 1], [1, 1], True, True),
+    "groups": (2, 2, [2, 1], [1, 0, 0, 1], [1, 2], True, False),
+}
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("name", sorted(DEFORM_CASES))
+def test_writer_deform_conv(name: str, tmp_path: Path) -> None:
+    group, offset_group, strides, pads, dilations, has_bias, has_mask = DEFORM_CASES[name]
+    x, w = _rand(1, 4, 6, 7), _rand(4, 4 // group, 3, 3)
+    eh = (6 + pads[0] + pads[2] - dilations[0] * 2 - 1) // strides[0] + 1
+    ew = (7 + pads[1] + pads[3] - dilations[1] * 2 - 1) // strides[1] + 1
+    offsets = (RNG.standard_normal((1, offset_group * 9 * 2, eh, ew)) * 1.5).astype(np.float32)
+    attrs = {
+        "group": group,
+        "offset_group": offset_group,
+        "strides": strides,
+        "pads": pads,
+        "dilations": dilations,
+        "kernel_shape": [3, 3],
+    }
+    ins: list[Any] = [_ph("x", x), tl.constant(w), _ph("offsets", offsets)]
+    feeds = {"x": x, "offsets": offsets}
+    if has_bias or has_mask:
+        ins.append(tl.constant(_rand(4)) if has_bias else None)
+    if has_mask:
+        mask = RNG.uniform(0, 1, (1, offset_group * 9, eh, ew)).astype(np.float32)
+        ins.append(_ph("mask", mask))
+        feeds["mask"] = mask
+    y = emit("DeformConv", ins, attrs)
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-4)

@@ -125,8 +125,9 @@ def _param(net: NetBuilder, call: Call, p: Tensor, data: Tensor, dt: DType) -> T
     dims = [] if kind == "tensor" else [-1 if i == axis else 1 for i in range(rank)]
     if p.value is not None:
         return net.const(p.value.reshape(dims))
+    length = p.type.shape[0] if p.type.shape else 1
     shape = TensorType(
-        dt, [] if kind == "tensor" else [p.type.shape[0] if i == axis else 1 for i in range(rank)]
+        dt, [] if kind == "tensor" else [length if i == axis else 1 for i in range(rank)]
     )
     return net.op("Reshape", [p, net.ints(dims)], shape, special_zero=False)
 
@@ -157,7 +158,48 @@ def _dequantize_linear(net: NetBuilder, call: Call) -> list[Tensor]:
     return [convert(net, y, call.out.dtype)]
 
 
+# -- deformable convolution ------------------------------------------------------------------------
+def _deform_conv(net: NetBuilder, call: Call) -> list[Tensor]:
+    """DeformableConvolution-8 with bilinear_interpolation_pad=true: samples read zeros around X,
+    as the core op's do; the bias is added after."""
+    x, w, offsets = call.arg(0), call.arg(1), call.arg(2)
+    bias, mask = call.opt(3), call.opt(4)
+    if x.rank is None or x.rank < 3:
+        raise call.error(f"X needs a known rank of at least 3, got {x.type}")
+    n = x.rank - 2
+    pads = call.attrs["pads"] or [0] * (2 * n)
+    ins = [x, offsets, w] + ([] if mask is None else [mask])
+    y = net.op(
+        "DeformableConvolution",
+        ins,
+        call.out,
+        "opset8",
+        strides=",".join(str(v) for v in call.attrs["strides"] or [1] * n),
+        dilations=",".join(str(v) for v in call.attrs["dilations"] or [1] * n),
+        pads_begin=",".join(str(v) for v in pads[:n]),
+        pads_end=",".join(str(v) for v in pads[n:]),
+        auto_pad="explicit",
+        group=int(call.attrs["group"]),
+        deformable_group=int(call.attrs["offset_group"]),
+        bilinear_interpolation_pad=True,
+    )
+    if bias is None:
+        return [y]
+    column = bias.value.reshape([-1] + [1] * n) if bias.value is not None else None
+    if column is None:
+        b = net.op(
+            "Reshape",
+            [bias, net.ints([-1] + [1] * n)],
+            bias.type.with_shape([UNKNOWN] + [1] * n),
+            special_zero=False,
+        )
+    else:
+        b = net.const(column)
+    return [net.op("Add", [y, b], call.out, auto_broadcast="numpy")]
+
+
 EMITTERS: dict[str, Emitter] = {
+    "DeformConv": _deform_conv,
     "QuantizeLinear": _quantize_linear,
     "DequantizeLinear": _dequantize_linear,
     "GridSample": _grid_sample,
