@@ -265,3 +265,33 @@ def test_writer_dropout_training_refused(tmp_path: Path) -> None:
     y, _ = emit_node("Dropout", ins)
     with pytest.raises(tl.FormatError, match="no random dropout"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_dft_unknown_dims(tmp_path: Path) -> None:
+    """Unknown batch and signal lengths; the default axis (-2)."""
+    x, c = _rand(3, 8, 1), _rand(2, 5, 2)
+    p, q = _ph("x", x, ("N", "L", 1)), _ph("c", c, ("N", "L", 2))
+    outs = {
+        "rfft": emit("DFT", [p], {"onesided": 1}),
+        "fft": emit("DFT", [q]),
+        "ifft_n": emit("DFT", [q, _ints(6)], {"inverse": 1}),
+        "irfft_n": emit("DFT", [q, _ints(6)], {"inverse": 1, "onesided": 1}),
+    }
+    written_runs_alike(tl.Model(outs), {"x": x, "c": c}, tmp_path, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_dft_computed_length_refused(tmp_path: Path) -> None:
+    c, n = _rand(2, 5, 2), np.array(6, np.int64)
+    y = emit("DFT", [_ph("c", c), _ph("n", n)], {"inverse": 1, "onesided": 1})
+    with pytest.raises(tl.FormatError, match="dft_length must be a constant"):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_stft_unknown_length(tmp_path: Path) -> None:
+    x = _rand(2, 20, 1)
+    w = np.hamming(6).astype(np.float32)
+    y = emit("STFT", [_ph("x", x, ("N", "L", 1)), _ints(3), tl.constant(w)])
+    written_runs_alike(tl.Model({"y": y}), {"x": x}, tmp_path, rtol=1e-4, atol=1e-4)

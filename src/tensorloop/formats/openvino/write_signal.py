@@ -8,7 +8,6 @@ import numpy as np
 from ...ops.normalization import stash_dtype
 from ...ops.signal import dft_axis
 from ...tensor.dtypes import DType
-from ...tensor.types import TensorType
 from .write_net import (
     Call,
     Emitter,
@@ -30,15 +29,6 @@ def _const_int(call: Call, t: Tensor, what: str) -> int:
     return int(t.value.reshape(-1)[0])
 
 
-def _as_vector(net: NetBuilder, t: Tensor) -> Tensor:
-    """A scalar (or one-element) i64 tensor as the [1] vector OpenVINO's signal_size wants."""
-    if t.value is not None:
-        return net.ints([int(t.value.reshape(-1)[0])])
-    if t.type.dtype is not DType.int64:
-        t = net.op("Convert", [t], t.type.with_dtype(DType.int64), destination_type=DType.int64)
-    return net.op("Reshape", [t, net.ints([1])], TensorType(DType.int64, [1]), special_zero=False)
-
-
 def _dft(net: NetBuilder, call: Call) -> list[Tensor]:
     """DFT along one axis as DFT/IDFT (complex in and out), RDFT (onesided forward, real in) or
     IRDFT (onesided inverse, real out); OpenVINO's complex tensors end in a dim of 2 as ours."""
@@ -57,7 +47,8 @@ def _dft(net: NetBuilder, call: Call) -> list[Tensor]:
     inverse, onesided = bool(call.attrs["inverse"]), bool(call.attrs["onesided"])
     ins = [net.ints([a])]
     if length is not None:
-        ins.append(_as_vector(net, length))
+        # OpenVINO's CPU plugin cannot compile an IRDFT whose signal_size is computed.
+        ins.append(net.ints([_const_int(call, length, "dft_length")]))
     shape = x.type.shape
     assert shape is not None
     if onesided and not inverse:
