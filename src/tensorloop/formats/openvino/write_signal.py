@@ -16,7 +16,6 @@ from .write_net import (
     binary,
     convert,
     dim_of,
-    insert_unit,
     reverse,
     scalar,
     shape_of,
@@ -166,7 +165,7 @@ def _lp_norm(net: NetBuilder, call: Call) -> list[Tensor]:
     x = call.arg(0)
     axis = call.normalize_axis(call.attrs["axis"], x.rank)
     kept = (
-        insert_unit(x.type.with_shape(None), 0)
+        x.type
         if x.type.shape is None
         else x.type.with_shape([*x.type.shape[:axis], 1, *x.type.shape[axis + 1 :]])
     )
@@ -184,13 +183,12 @@ def _cast_like(net: NetBuilder, call: Call) -> list[Tensor]:
     return [net.op("Convert", [call.arg(0)], call.out, destination_type=call.out.dtype)]
 
 
-def _extreme_index(net: NetBuilder, call: Call, x: Tensor, axis: int, mode: str) -> Tensor:
-    """The index of the first max/min along ``axis``, that axis kept as 1 (a stable TopK)."""
-    kept = insert_unit(x.type.with_dtype(DType.int64), 0)
+def _extreme_index(net: NetBuilder, x: Tensor, axis: int, mode: str) -> Tensor:
+    """The index of the first max/min along ``axis``, that axis kept as 1 (a stable TopK, as
+    ArgMax is written in write_ops.py)."""
+    kept = x.type.with_dtype(DType.int64)
     if x.type.shape is not None:
-        kept = x.type.with_dtype(DType.int64).with_shape(
-            [*x.type.shape[:axis], 1, *x.type.shape[axis + 1 :]]
-        )
+        kept = kept.with_shape([*x.type.shape[:axis], 1, *x.type.shape[axis + 1 :]])
     _, index = net.layer(
         "TopK",
         [x, net.ints(1)],
@@ -211,7 +209,7 @@ def _argmin(net: NetBuilder, call: Call) -> list[Tensor]:
     last = bool(call.attrs["select_last_index"])
     if last:
         x = reverse(net, x, axis)
-    index = _extreme_index(net, call, x, axis, "min")
+    index = _extreme_index(net, x, axis, "min")
     if last:
         end = binary(net, "Subtract", dim_of(net, x, axis), net.ints(1), np.subtract)
         index = net.op("Subtract", [end, index], index.type, auto_broadcast="numpy")
@@ -224,7 +222,7 @@ def _hardmax(net: NetBuilder, call: Call) -> list[Tensor]:
     """A one-hot of the first largest entry along the axis: TopK, then OneHot."""
     x = call.arg(0)
     axis = call.normalize_axis(call.attrs["axis"], x.rank)
-    index = _extreme_index(net, call, x, axis, "max")
+    index = _extreme_index(net, x, axis, "max")
     shape = (
         None
         if index.type.shape is None
