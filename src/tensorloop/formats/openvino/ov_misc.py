@@ -11,7 +11,7 @@ SparseFillEmptyRows."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -492,21 +492,16 @@ def _colour(ctx: LayerContext, inputs: list[Value | None], planar: str, bgr: boo
     return [_yuv_to_rgb(ctx, y, u, v, bgr)]
 
 
-@converter("NV12toRGB")
-def _nv12_to_rgb(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    return _colour(ctx, inputs, "nv12", bgr=False)
+def _colour_converter(
+    layout: str, bgr: bool
+) -> Callable[[LayerContext, list[Value | None]], list[Value]]:
+    return lambda ctx, inputs: _colour(ctx, inputs, layout, bgr=bgr)
 
 
-@converter("NV12toBGR")
-def _nv12_to_bgr(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    return _colour(ctx, inputs, "nv12", bgr=True)
-
-
-@converter("I420toRGB")
-def _i420_to_rgb(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    return _colour(ctx, inputs, "i420", bgr=False)
-
-
-@converter("I420toBGR")
-def _i420_to_bgr(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    return _colour(ctx, inputs, "i420", bgr=True)
+for _type, (_layout, _bgr) in {
+    "NV12toRGB": ("nv12", False),
+    "NV12toBGR": ("nv12", True),
+    "I420toRGB": ("i420", False),
+    "I420toBGR": ("i420", True),
+}.items():
+    converter(_type)(_colour_converter(_layout, _bgr))
