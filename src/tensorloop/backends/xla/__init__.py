@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BackendError, TensorloopError
-from ...ir.graph import Graph, Node, Value
+from ...ir.graph import Graph, Node, Value, static_type
 from ...passes import (
     eliminate_common_subexpressions,
     eliminate_dead_loop_values,
@@ -204,18 +204,18 @@ host's CPU; a batch-1 LSTM step 8.6 us there."""
 def _small_loops(island: Island) -> bool:
     """Whether ``island`` holds a loop and no loop body in it computes a value larger than
     ``SMALL_LOOP_BYTES`` (constants and nested loops' stacked outputs aside)."""
-    bodies = [sub for node in island.nodes for sub in node.subgraphs.values()]
     if not any(node.op == "Loop" for node in island.nodes):
         return False
-    for body in bodies:
+    for body in (sub for node in island.nodes for sub in node.subgraphs.values()):
         for _, node in body.walk():
             if node.op in ("Constant", "Loop"):
                 continue
             for v in node.outputs:
-                t = v.type
-                static = isinstance(t, TensorType) and t.is_static
-                size = math.prod(t.static_shape) if isinstance(t, TensorType) and static else 0
-                if isinstance(t, TensorType) and size * t.dtype.itemsize > SMALL_LOOP_BYTES:
+                t = static_type(v)
+                if (
+                    t is not None
+                    and math.prod(t.static_shape) * t.dtype.itemsize > SMALL_LOOP_BYTES
+                ):
                     return False
     return True
 
@@ -308,7 +308,7 @@ class Plan:
             try:
                 code, outs = step.run(inputs, state)
             except Exception:  # XLA failed at run time (memory, say): the compiled backend runs it
-                return step.host(self.graph).run([_host(x) for x in inputs], state)
+                break
             if code == 0:
                 return outs
             fault = step.faults[code - 1]
