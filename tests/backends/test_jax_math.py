@@ -435,7 +435,7 @@ EINSUMS = [
 ]
 
 
-def test_einsum_trilu_det() -> None:
+def test_einsum_trilu_det_inverse() -> None:
     cases: list[Case] = []
     for equation, shapes in EINSUMS:
         xs = [RNG.normal(size=s) for s in shapes]
@@ -459,6 +459,12 @@ def test_einsum_trilu_det() -> None:
         ("Det", [np.eye(3, dtype=np.float16) * 2], {}),
         ("Det", [np.zeros((2, 0, 0))], {}),
         ("Det", [np.zeros((0, 3, 3))], {}),
+        ("Inverse", [RNG.normal(size=(3, 3)) + 3 * np.eye(3)], {}),
+        ("Inverse", [(RNG.normal(size=(2, 4, 4)) + 3 * np.eye(4)).astype(np.float32)], {}),
+        ("Inverse", [np.stack([np.eye(2), np.ones((2, 2))])], {}),  # one singular
+        ("Inverse", [np.eye(3, dtype=np.float16) * 2], {}),
+        ("Inverse", [np.zeros((2, 0, 0))], {}),
+        ("Inverse", [np.zeros((0, 3, 3))], {}),
     ]
     check_all(cases)
 

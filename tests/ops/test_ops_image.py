@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 from test_ops_indexing import RNG, T, ints, randn
 from test_ops_indexing import same_as_onnxruntime as same
 
+import tensorloop as tl
 from onnx_oracle import infer, one_node, ort_run, run_core, tensorloop_run
 from tensorloop.errors import ExecutionError, GraphError
+from tensorloop.ir.graph import Graph
+from tensorloop.tensor.types import tensor_type_of
 
 
 def floats(*values: float) -> np.ndarray:
@@ -307,7 +312,122 @@ def test_nms_matches_onnxruntime(center: int, limit: int, iou: float, score: flo
     inputs = [corners, scores, ints(limit), floats(iou), None if score is None else floats(score)]
     got = same("NonMaxSuppression", inputs, {"center_point_box": center}, opset=11)[0]
     assert got.shape[1] == 3 and (limit or got.shape[0] == 0)
-    assert infer("NonMaxSuppression", [T("f32", [2, 12, 4]), T("f32", [2, 3, 12])]) == ["i64[?,3]"]
+    assert infer("NonMaxSuppression", [T("f32", [2, 12, 4]), T("f32", [2, 3, 12])]) == [
+        "i64[?,3]",
+        "f64[?,3]",
+        "i64[1]",
+    ]
+
+
+def _iou_pair(a: np.ndarray, b: np.ndarray) -> float:
+    (low_a, high_a), (low_b, high_b) = np.sort(a.reshape(2, 2), 0), np.sort(b.reshape(2, 2), 0)
+    inter = np.prod(np.clip(np.minimum(high_a, high_b) - np.maximum(low_a, low_b), 0, None))
+    union = np.prod(high_a - low_a) + np.prod(high_b - low_b) - inter
+    return float(inter / union) if inter > 0 else 0.0
+
+
+def _soft_nms_spec(
+    boxes: np.ndarray,
+    score: np.ndarray,
+    limit: int,
+    iou: float,
+    floor: float,
+    sigma: float,
+    cut: int,
+) -> list[tuple[int, float]]:
+    """OpenVINO's specification of Soft-NMS, eagerly: take the best live box, keep it if it
+    scores above the floor, decay every live box by its IoU with it; f64 throughout."""
+    live = {i: float(v) for i, v in enumerate(score)}
+    kept: list[tuple[int, float]] = []
+    while live and len(kept) < limit:
+        best = min(live, key=lambda i: (-live[i], i))
+        value = live.pop(best)
+        if value <= floor:
+            break
+        kept.append((best, value))
+        for i in live:
+            overlap = _iou_pair(boxes[best], boxes[i])
+            live[i] *= 0.0 if cut and overlap > iou else np.exp(-0.5 * overlap**2 / sigma)
+    return kept
+
+
+@pytest.mark.parametrize("cut", [0, 1])
+@pytest.mark.parametrize(
+    ("sigma", "floor", "iou"), [(0.5, 0.0, 0.5), (0.2, 0.3, 0.3), (2.0, 0.6, 1)]
+)
+def test_soft_nms_follows_the_eager_algorithm(
+    sigma: float, floor: float, iou: float, cut: int
+) -> None:
+    """The kernel decays lazily (a box only when it comes up); the specification eagerly."""
+    boxes = RNG.uniform(0, 10, size=(2, 14, 4))
+    scores = RNG.uniform(0, 1, size=(2, 2, 14))
+    inputs = [boxes, scores, ints(8), floats(iou), floats(floor), floats(sigma)]
+    attrs = {"soft_nms_iou_cutoff": cut}
+    selected, picked, count = run_core("NonMaxSuppression", inputs, attrs)
+    want = [
+        (b, c, i, v)
+        for b, c in itertools.product(range(2), range(2))
+        for i, v in _soft_nms_spec(boxes[b], scores[b, c], 8, iou, floor, sigma, cut)
+    ]
+    assert selected.tolist() == [list(w[:3]) for w in want]
+    np.testing.assert_allclose(picked, [(b, c, v) for b, c, _, v in want], rtol=1e-7)
+    assert count.tolist() == [len(want)] and picked.dtype == np.float64
+
+
+def test_nms_sorted_by_score_in_f32() -> None:
+    """sort_by_score: rows by descending score, then batch, class and box; precision f32 gives
+    f32 scores. An IoU equal to the threshold keeps the box."""
+    boxes = np.array([[[0, 0, 1, 2], [0, 0, 1, 1], [5, 5, 6, 6]]] * 2, np.float32)
+    scores = np.array([[[0.5, 0.9, 0.7]], [[0.9, 0.1, 0.7]]], np.float32)
+    attrs = {"sort_by_score": 1, "precision": "f32"}
+    selected, picked, count = run_core(
+        "NonMaxSuppression", [boxes, scores, ints(5), floats(0.5)], attrs
+    )
+    assert selected.tolist() == [[0, 0, 1], [1, 0, 0], [0, 0, 2], [1, 0, 2], [0, 0, 0], [1, 0, 1]]
+    assert picked.dtype == np.float32
+    np.testing.assert_array_equal(picked[:, 2], floats(0.9, 0.9, 0.7, 0.7, 0.5, 0.1))
+    assert count.tolist() == [6]
+    (plain, *_) = run_core("NonMaxSuppression", [boxes, scores, ints(5), floats(0.4)])
+    assert plain.tolist() == [[0, 0, 1], [0, 0, 2], [1, 0, 0], [1, 0, 2]]
+
+
+@pytest.mark.parametrize(
+    ("attrs", "extra", "error"),
+    [
+        ({}, [], None),
+        ({"sort_by_score": 1}, [], "'sort_by_score' = 1 does not exist in NonMaxSuppression"),
+        ({"precision": "f32"}, [], "'precision' = 'f32' does not exist in NonMaxSuppression"),
+        ({}, [floats(0.5)], "Soft-NMS .* has no ONNX equivalent"),
+    ],
+)
+def test_nms_written_as_onnx(
+    attrs: dict[str, Any], extra: list[np.ndarray], error: str | None, tmp_path: Path
+) -> None:
+    """With the defaults the core op is ONNX's; the other attributes and Soft-NMS are refused."""
+    boxes = RNG.uniform(0, 10, size=(2, 12, 4)).astype(np.float32)
+    scores = RNG.uniform(0, 1, size=(2, 3, 12)).astype(np.float32)
+    g = Graph()
+    b, s = (g.add_input(f"x{i}", tensor_type_of(a)) for i, a in enumerate((boxes, scores)))
+    consts = [ints(3), floats(0.4), floats(0.1), *extra]
+    values = [g.add_node("Constant", [], {"value": c}).output for c in consts]
+    node = g.add_node("NonMaxSuppression", [b, s, *values], attrs)
+    g.set_outputs(node.outputs[:1])
+    model, feeds = tl.Model(g), {"x0": boxes, "x1": scores}
+    if error is not None:
+        with pytest.raises(tl.FormatError, match=error):
+            tl.save(model, tmp_path / "nms.onnx")
+        return
+    tl.save(model, tmp_path / "nms.onnx")
+    want = next(iter(model.run(feeds).values()))
+    (theirs,) = ort_run(onnx.load(str(tmp_path / "nms.onnx")), [boxes, scores])
+    np.testing.assert_array_equal(theirs, want)
+
+
+def test_nms_attributes_checked() -> None:
+    with pytest.raises(GraphError, match="precision must be one of f64, f32"):
+        infer("NonMaxSuppression", [T("f32", [1, 3, 4]), T("f32", [1, 1, 3])], precision="f16")
+    with pytest.raises(GraphError, match="sort_by_score must be 0 or 1"):
+        infer("NonMaxSuppression", [T("f32", [1, 3, 4]), T("f32", [1, 1, 3])], sort_by_score=2)
 
 
 @pytest.mark.parametrize("mode", ["avg", "max"])

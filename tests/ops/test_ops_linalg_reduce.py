@@ -1,4 +1,5 @@
-"""MatMul, Gemm, reductions, ArgMax, CumSum and Softmax vs. NumPy; type errors shared by ops."""
+"""MatMul, Gemm, Inverse, reductions, ArgMax, CumSum and Softmax vs. NumPy; type errors shared
+by ops."""
 
 from __future__ import annotations
 
@@ -68,6 +69,32 @@ def test_gemm_integers_and_types() -> None:
     assert infer("Gemm", [T("f32", ["M", "K"]), T("f32", ["N", "K"])], {"transB": 1}) == [
         "f32[M,N]"
     ]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 4, 4), (2, 1, 5, 5), (0, 2, 2), (2, 0, 0)])
+@pytest.mark.parametrize("dt", ["float64", "float32", "float16", "bfloat16"])
+def test_inverse(shape: tuple[int, ...], dt: str) -> None:
+    n = shape[-1]
+    x = (rand(shape, "float64", 3) + 3 * np.eye(n)).astype(dtype(dt).numpy)
+    got = run1("Inverse", [x])
+    assert got.dtype == x.dtype and got.shape == x.shape
+    close(got, np.linalg.inv(x.astype(np.float64)))
+
+
+def test_inverse_of_singular_matrices_is_nan() -> None:
+    singular = [[1, 2, 3], [2, 4, 6], [0, 0, 1]]
+    x = np.stack([np.eye(3), singular, np.zeros((3, 3))]).astype(np.float32)
+    got = run1("Inverse", [x])
+    np.testing.assert_array_equal(got[0], np.eye(3))
+    assert np.isnan(got[1:]).all()
+
+
+@pytest.mark.parametrize(
+    ("shape", "want"),
+    [(["B", "N", "N"], "f32[B,N,N]"), (None, "f32[*]"), ([2, 3, 3], "f32[2,3,3]")],
+)
+def test_inverse_types(shape: Any, want: str) -> None:
+    assert infer("Inverse", [T("f32", shape)]) == [want]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,6 +241,9 @@ def test_softmax(axis: int, dt: str) -> None:
         ("Concat", [T("f32", [3])], {}, "missing required attribute 'axis'"),
         ("Cast", [T("f32", [3])], {"to": "int32"}, "attribute 'to' expected DType"),
         ("ReduceMax", [T("f32", [3]), C([1])], {}, r"axes \[1\]: 1 is out of range"),
+        ("Inverse", [T("f32", [2, 3])], {}, r"matrices must be square, got f32\[2,3\]"),
+        ("Inverse", [T("f32", [3])], {}, r"expected \[\*, M, M\] matrices"),
+        ("Inverse", [T("i32", [3, 3])], {}, r"input #0 \(matrices\): expected one of"),
     ],
 )
 def test_type_errors(op: str, inputs: list[Input], attrs: dict[str, Any], match: str) -> None:

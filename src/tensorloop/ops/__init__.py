@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     attention,
     conv,
     core,
+    detection,
     elementwise,
     image,
     indexing,
@@ -19,6 +20,7 @@ from . import (  # noqa: F401
     sequence,
     shape,
     signal,
+    sparse,
     strings,
     training,
 )

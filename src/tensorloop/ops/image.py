@@ -30,6 +30,7 @@ GRID_MODES = ("linear", "nearest", "cubic")
 GRID_PADDINGS = ("zeros", "border", "reflection")
 ROI_MODES = ("avg", "max")
 ROI_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
+NMS_PRECISIONS = ("f64", "f32")
 
 
 def _not_string(ctx: InferContext, verb: str) -> TensorType:
@@ -242,27 +243,53 @@ def _col2im(ctx: InferContext) -> list[Type]:
 
 @op(
     "NonMaxSuppression",
-    inputs=(2, 5),
-    attrs={"center_point_box": AttrSpec(int, 0)},
+    inputs=(2, 6),
+    attrs={
+        "center_point_box": AttrSpec(int, 0),
+        "precision": AttrSpec(str, "f64"),
+        "sort_by_score": AttrSpec(int, 0),
+        "soft_nms_iou_cutoff": AttrSpec(int, 0),
+    },
 )
 def _nms(ctx: InferContext) -> list[Type]:
-    """Per batch and class, greedy non-maximum suppression: boxes by descending score (those not
-    above score_threshold dropped), each kept unless its IoU with a kept one exceeds
-    iou_threshold, at most max_output_boxes_per_class (default 0) kept. Output int64
-    [selected, 3] rows of (batch, class, box). Boxes are [y1, x1, y2, x2] corners, or
-    [x_center, y_center, width, height] with center_point_box=1."""
+    """Per batch and class, greedy non-maximum suppression (ONNX's NonMaxSuppression with the
+    defaults; OpenVINO's every version with the other attributes)::
+
+        for batch, cls:                        # none at all if max_output_boxes_per_class <= 0
+            live = boxes whose score > score_threshold (all if it is absent), by score then index
+            while live and fewer than max_output_boxes_per_class kept:
+                b = the first of live; keep b
+                drop from live every box whose IoU with b > iou_threshold
+        rows (batch, class, box) in that order, or by descending score (then batch, class,
+        box) with sort_by_score=1
+
+    Boxes are [y1, x1, y2, x2] corners, or [x_center, y_center, width, height] with
+    center_point_box=1. IoU and scores are computed in ``precision`` (f64, or f32 as OpenVINO
+    does). A soft_nms_sigma (input #5) above 0 turns on Soft-NMS: instead of being dropped, a
+    box's score is multiplied by exp(-0.5 * iou² / sigma) for each box kept, live boxes are
+    re-ranked by their decayed scores, and a box drops once its score is not above
+    score_threshold; with soft_nms_iou_cutoff=1 a box whose IoU exceeds iou_threshold still
+    drops (NonMaxSuppression-5). Outputs: selected indices i64 [selected, 3]; selected scores
+    [selected, 3] of (batch, class, decayed score) in ``precision``; their count i64 [1]."""
     boxes = expect(ctx, 0, "float", rank=3)
     expect(ctx, 1, "float", rank=3)
     if ctx.has(2):
         expect(ctx, 2, "int")
-    for i in (3, 4):
+    for i in (3, 4, 5):
         if ctx.has(i):
             expect(ctx, i, "float")
-    if ctx.attr("center_point_box") not in (0, 1):
-        raise ctx.error(f"center_point_box must be 0 or 1, got {ctx.attr('center_point_box')}")
+    for key in ("center_point_box", "sort_by_score", "soft_nms_iou_cutoff"):
+        if ctx.attr(key) not in (0, 1):
+            raise ctx.error(f"{key} must be 0 or 1, got {ctx.attr(key)}")
+    precision = choice(ctx, "precision", NMS_PRECISIONS)
     if boxes.shape is not None and isinstance(boxes.shape[2], int) and boxes.shape[2] != 4:
         raise ctx.error(f"boxes must be [batches, boxes, 4], got {boxes}")
-    return [TensorType(DType.int64, [UNKNOWN, 3])]
+    score_type = DType.float32 if precision == "f32" else DType.float64
+    return [
+        TensorType(DType.int64, [UNKNOWN, 3]),
+        TensorType(score_type, [UNKNOWN, 3]),
+        TensorType(DType.int64, [1]),
+    ]
 
 
 def _roi_count(ctx: InferContext, rois: TensorType, *others: TensorType) -> Dim:

@@ -1,10 +1,11 @@
-"""Linear algebra: MatMul (NumPy matmul semantics) and Gemm."""
+"""Linear algebra: MatMul (NumPy matmul semantics), Gemm and Inverse."""
 
 from __future__ import annotations
 
 from ..ir.opdef import AttrSpec, InferContext, op
+from ..tensor.dtypes import DType
 from ..tensor.types import Dim, TensorType, Type
-from .common import broadcast_dims, expect
+from .common import broadcast_dims, expect, expect_one_of
 
 
 @op("MatMul", inputs=2)
@@ -67,3 +68,22 @@ def _gemm(ctx: InferContext) -> list[Type]:
         if not fits:
             raise ctx.error(f"input #2: C of {c} does not broadcast to the result [{m},{n}]")
     return [TensorType(dt, out)]
+
+
+_INVERTIBLE = frozenset({DType.float16, DType.bfloat16, DType.float32, DType.float64})
+
+
+@op("Inverse")
+def _inverse(ctx: InferContext) -> list[Type]:
+    """The inverse of each square matrix in the last two axes of a [*, M, M] tensor. A matrix
+    that has none (singular to working precision) inverts to all NaN; others in the batch are
+    unaffected."""
+    t = expect_one_of(ctx, 0, _INVERTIBLE, "matrices")
+    if t.shape is None:
+        return [t]
+    if len(t.shape) < 2:
+        raise ctx.error(f"input #0: expected [*, M, M] matrices, got {t}")
+    m, n = t.shape[-2:]
+    if isinstance(m, int) and isinstance(n, int) and m != n:
+        raise ctx.error(f"input #0: matrices must be square, got {t}")
+    return [t]

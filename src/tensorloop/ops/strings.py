@@ -1,5 +1,6 @@
-"""String ops (StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer) and
-the ai.onnx.ml ops LabelEncoder, Binarizer and ArrayFeatureExtractor."""
+"""String ops (StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer,
+StringTensorUnpack, StringTensorPack) and the ai.onnx.ml ops LabelEncoder, Binarizer and
+ArrayFeatureExtractor."""
 
 from __future__ import annotations
 
@@ -240,3 +241,39 @@ def _tfidf_vectorizer(ctx: InferContext) -> list[Type]:
     size = max((int(i) + 1 for i in ctx.attr("ngram_indexes")), default=0)
     shape = None if x.shape is None else [*x.shape[:-1], size]
     return [TensorType(DType.float32, shape)]
+
+
+_INDEX_TYPES = {DType.int32, DType.int64}
+
+
+@op("StringTensorUnpack")
+def _string_tensor_unpack(ctx: InferContext) -> list[Type]:
+    """The strings' UTF-8 bytes one after another in row-major order (``symbols``, u8 [total]),
+    and where each string's bytes begin and end in them (``begins``, ``ends``: i32 of the
+    input's shape; string i is ``symbols[begins[i]:ends[i]]``). A character that stands for an
+    undecodable byte (a lone surrogate U+DC80..U+DCFF, as StringTensorPack makes) is that byte."""
+    x = expect_one_of(ctx, 0, {DType.string})
+    bounds = x.with_dtype(DType.int32)
+    return [bounds, bounds, TensorType(DType.uint8, [UNKNOWN])]
+
+
+@op("StringTensorPack", inputs=3)
+def _string_tensor_pack(ctx: InferContext) -> list[Type]:
+    """String i is bytes ``symbols[begins[i]:ends[i]]`` decoded as UTF-8, in the shape of
+    ``begins`` and ``ends`` (i32 or i64, equal shapes). Each range must lie within ``symbols``
+    with begin <= end; ranges may overlap, skip bytes and come in any order. A byte that is not
+    part of valid UTF-8 becomes a lone surrogate (U+DC80 + byte - 0x80, Python's
+    surrogateescape), so that StringTensorUnpack gives the bytes back."""
+    begins = expect_one_of(ctx, 0, _INDEX_TYPES, "begins")
+    ends = expect_one_of(ctx, 1, _INDEX_TYPES, "ends")
+    symbols = expect_one_of(ctx, 2, {DType.uint8}, "symbols")
+    if symbols.rank not in (None, 1):
+        raise ctx.error(f"input #2 (symbols): expected a 1-D u8 tensor, got {symbols}")
+    if not begins.compatible(ends.with_dtype(begins.dtype)):
+        raise ctx.error(f"begins {begins} and ends {ends} must have the same shape")
+    shape = ends.shape if begins.shape is None else begins.shape
+    if begins.shape is not None and ends.shape is not None:
+        shape = tuple(
+            b if isinstance(b, int) else e for b, e in zip(begins.shape, ends.shape, strict=True)
+        )
+    return [TensorType(DType.string, shape)]

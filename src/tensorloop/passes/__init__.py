@@ -9,6 +9,7 @@ from .hoist_invariants import hoist_loop_invariants
 from .hoist_sliced import hoist_sliced_work
 from .merge_split_elementwise import merge_split_elementwise
 from .prefix_sums import loop_prefix_sums
+from .sequences import lower_sequences
 from .unroll import static_trip_count, unroll_loops
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "hoist_loop_invariants",
     "hoist_sliced_work",
     "loop_prefix_sums",
+    "lower_sequences",
     "merge_split_elementwise",
     "run_passes",
     "static_trip_count",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,12 +38,6 @@ def save_ir(
     model = ov.Model(results, list(sinks), list(params), "m")
     path = tmp_path / "m.xml"
     ov.save_model(model, str(path), compress_to_fp16=compress)
-    # OpenVINO writes an empty constant as size="1" (one padding byte), which tensorloop's
-    # reader rejects as not matching its 0 bytes of data; say 0 bytes until the reader allows it.
-    text = path.read_text()
-    path.write_text(
-        re.sub(r'(<data element_type="\w+" shape="0" offset="\d+") size="1"', r'\1 size="0"', text)
-    )
     return path
 
 
@@ -62,11 +58,39 @@ def compile_cpu(path: Path) -> Any:
     return ov.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
 
 
-def run_path(path: Path, feeds: dict[str, Array], **tol: float) -> dict[str, Array]:
-    ours = dict(tl.load(path).run(feeds))
+def run_path(
+    path: Path, feeds: dict[str, Array], write: bool = True, **tol: float
+) -> dict[str, Array]:
+    """tensorloop's run of the IR at ``path`` against the CPU plugin's; then (``write``) the
+    model tensorloop read, written back as IR, run by both again (``written_runs_alike``)."""
+    model = tl.load(path)
+    ours = dict(model.run(feeds))
     compiled = compile_cpu(path)
     compare_with_openvino(ours, compiled, compiled(feeds), **tol)
+    record_layer_types(path, "compared")
+    if write:
+        written = path.with_name(path.stem + "_written")
+        written.mkdir(exist_ok=True)
+        written_runs_alike(
+            model, feeds, written, rtol=tol.get("rtol", 1e-5), atol=tol.get("atol", 1e-6)
+        )
+        record_layer_types(path, "written")
     return ours
+
+
+COVERAGE_LOG = "TENSORLOOP_OV_COVERAGE"
+"""Where ``record_layer_types`` appends (``scripts/openvino_coverage.py --run-tests`` sets it)."""
+
+
+def record_layer_types(path: Path, kind: str) -> None:
+    """Note the layer types of the IR at ``path`` (bodies included) as ``kind``: "compared" (read
+    by tensorloop alike the CPU plugin) or "written" (and written back as IR the plugin runs
+    alike, which tensorloop reads back alike)."""
+    log = os.environ.get(COVERAGE_LOG)
+    if log:
+        types = sorted(set(re.findall(r'<layer [^>]*type="(\w+)"', path.read_text())))
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"kind": kind, "types": types}) + "\n")
 
 
 def check(
@@ -74,6 +98,7 @@ def check(
     *arrays: Array,
     tmp_path: Path,
     dynamic: bool = False,
+    write: bool = True,
     **tol: float,
 ) -> dict[str, Array]:
     """Parameters x0, x1, ... for ``arrays`` (every dim of x0 unknown if ``dynamic``); ``build``
@@ -85,7 +110,7 @@ def check(
     built = build(*params)
     outputs = built if isinstance(built, list) else [built]
     path = save_ir(outputs, params, tmp_path)
-    return run_path(path, {f"x{i}": a for i, a in enumerate(arrays)}, **tol)
+    return run_path(path, {f"x{i}": a for i, a in enumerate(arrays)}, write, **tol)
 
 
 def written_runs_alike(

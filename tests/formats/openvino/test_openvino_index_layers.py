@@ -21,6 +21,7 @@ from openvino import (  # noqa: E402
     opset8,
     opset9,
     opset10,
+    opset11,
     opset12,
     opset15,
 )
@@ -597,3 +598,37 @@ def test_onnx_mod_to_ir(fmod: int, tmp_path: Path) -> None:
     else:
         feeds = {"x": np.array([[7, -7, 5], [-9, 4, 0]], np.int32)}
         _onnx_to_ir(node, feeds, tmp_path, d=np.array([2, -3, 4], np.int32))
+
+
+# -- TopK and CumSum, read and written back -------------------------------------------------
+@pytest.mark.parametrize("version", [opset1, opset3, opset11])
+@pytest.mark.parametrize(("mode", "sort"), [("max", "value"), ("min", "value"), ("max", "index")])
+@pytest.mark.parametrize("axis", [1, -1])
+def test_topk(version: Any, mode: str, sort: str, axis: int, tmp_path: Path) -> None:
+    x = rand_f32(3, 7, 4)
+    # Distinct values, so that any order of equal values is right.
+    x = np.argsort(x.reshape(-1)).reshape(x.shape).astype(np.float32)
+    check(
+        lambda p: list(version.topk(p, const(3), axis, mode, sort).outputs()), x, tmp_path=tmp_path
+    )
+
+
+def test_topk_11_stable_keeps_the_first_of_equal_values(tmp_path: Path) -> None:
+    x = np.array([[1, 3, 3, 2, 3, 1]], np.float32)
+    got = check(
+        lambda p: list(opset11.topk(p, const(4), 1, "max", "value", stable=True).outputs()),
+        x,
+        tmp_path=tmp_path,
+    )
+    indices = next(v for v in got.values() if v.dtype == np.int32)
+    np.testing.assert_array_equal(indices, [[1, 2, 4, 3]])
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize(("dtype", "axis"), [(np.float32, 0), (np.float32, -1), (np.int32, 1)])
+def test_cum_sum_layer(
+    exclusive: bool, reverse: bool, dtype: Any, axis: int, tmp_path: Path
+) -> None:
+    x = (rand_f32(3, 4, 5) * 5).astype(dtype)
+    check(lambda p: opset3.cumsum(p, const(axis), exclusive, reverse), x, tmp_path=tmp_path)

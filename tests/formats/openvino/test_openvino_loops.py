@@ -15,6 +15,8 @@ import pytest
 ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
+from openvino_layer_checks import record_layer_types, written_runs_alike  # noqa: E402
+
 import tensorloop as tl  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -40,6 +42,10 @@ def _check(model: Any, feeds: dict[str, np.ndarray], tmp_path: Path, **tol: floa
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=tol.get("rtol", 1e-6), atol=tol.get("atol", 1e-6))
+    record_layer_types(tmp_path / "m.xml", "compared")
+    (tmp_path / "written").mkdir()
+    written_runs_alike(ours, feeds, tmp_path / "written", **tol)
+    record_layer_types(tmp_path / "m.xml", "written")
     return got
 
 

@@ -339,6 +339,18 @@ def test_writer_half_precision(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (2, 1, 5, 5), (1, 1)])
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_writer_inverse(shape: tuple[int, ...], dt: Any, tmp_path: Path) -> None:
+    n = shape[-1]
+    x = (rand_f32(*shape) + 3 * np.eye(n, dtype=np.float32)).astype(dt)
+    p, q = _ph("x", x), _ph("y", x, ("B", *x.shape[1:]) if len(shape) > 2 else None)
+    outs = {"static": emit("Inverse", [p]), "dynamic": emit("Inverse", [q])}
+    tol = 2e-3 if dt == np.float16 else 2e-5
+    written_runs_alike(tl.Model(outs), {"x": x, "y": x}, tmp_path, rtol=tol, atol=tol)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
 def test_writer_predicates_and_integer_sign(tmp_path: Path) -> None:
     x = np.array([[np.inf, -np.inf, 1.0], [np.nan, 0.0, -3e38]], np.float32)
     i = np.array([[-4, 0, 9]], np.int32)
@@ -519,5 +531,5 @@ def test_every_op_write_math_lowers_is_tested_here() -> None:
 
     tested = {op for op, _, _ in WRITTEN_UNARY.values()} | {*REDUCTIONS, "ReduceLogSumExp"}
     tested |= {"IsNaN", "IsInf", "PRelu", "Mod", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}
-    tested |= {"BitwiseNot", "BitShift", "Sum", "Mean", "Clip"}
+    tested |= {"BitwiseNot", "BitShift", "Sum", "Mean", "Clip", "Inverse"}
     assert set(EMITTERS) - tested == set()

@@ -16,6 +16,8 @@ from tensorloop.ir.graph import Graph
 ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
+from openvino_layer_checks import record_layer_types, written_runs_alike  # noqa: E402
+
 # The CPU plugin may compute in bf16 on hardware that has it; the comparison needs f32.
 _F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 _GATES = {"lstm": 4, "gru": 3, "rnn": 1}
@@ -64,6 +66,10 @@ def _compare(tmp_path: Path, outputs: Any, params: list[Any], feeds: dict[str, A
     reference, path = _save(tmp_path, outputs, params)
     model = tl.load(path)
     _assert_close(model, feeds, _run_openvino(reference, feeds))
+    record_layer_types(path, "compared")
+    (tmp_path / "written").mkdir()
+    written_runs_alike(model, feeds, tmp_path / "written", rtol=1e-5, atol=1e-5)
+    record_layer_types(path, "written")
     return model
 
 

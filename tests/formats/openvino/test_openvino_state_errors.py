@@ -19,6 +19,7 @@ from openvino_layer_checks import (  # noqa: E402
     const,
     edit_ir,
     rand_f32,
+    record_layer_types,
     run_path,
     save_ir,
     stateful_ir,
@@ -44,6 +45,19 @@ def test_read_value_assign_keep_state_across_runs(init: str, version: str, tmp_p
         want = request.infer({"x": x})[0]
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"run {step}")
     assert "s" in ours.state
+    record_layer_types(path, "compared")
+    # Written back as IR: the CPU plugin and tensorloop keep the same state over the same runs.
+    written = tmp_path / "written.xml"
+    ours.reset_state()
+    tl.save(ours, written)
+    again, request = tl.load(written), compile_cpu(written).create_infer_request()
+    for step, x in enumerate(feeds):
+        (want,) = ours.run({"x": x}).values()
+        (got,) = again.run({"x": x}).values()
+        theirs = request.infer({"x": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"re-read run {step}")
+        np.testing.assert_allclose(theirs, want, rtol=1e-6, atol=1e-6, err_msg=f"written {step}")
+    record_layer_types(path, "written")
 
 
 def test_assign_output_passes_its_input_through(tmp_path: Path) -> None:

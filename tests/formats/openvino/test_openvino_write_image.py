@@ -13,7 +13,7 @@ ov = pytest.importorskip("openvino")
 from openvino_layer_checks import written_runs_alike  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
-from tensorloop.builder.tracing import emit  # noqa: E402
+from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
 from tensorloop.errors import FormatError  # noqa: E402
 from tensorloop.tensor.dtypes import DType  # noqa: E402
 
@@ -104,6 +104,95 @@ def test_writer_max_roi_pool(shape: tuple[int, int], scale: float, tmp_path: Pat
     attrs = {"pooled_shape": list(shape), "spatial_scale": scale}
     y = emit("MaxRoiPool", [_ph("x", x), _ph("rois", rois)], attrs)
     written_runs_alike(tl.Model({"y": y}), {"x": x, "rois": rois}, tmp_path)
+
+
+# -- PsRoiPool, DeformablePsRoiPool, RoiAlignRotated ----------------------------------------------
+PS_ROIS = np.array(
+    [[0, 0.5, 1.0, 6.0, 5.5], [1, -2.5, 2.0, 3.0, 9.5], [1, 1.2, 0.3, 7.7, 7.9]], np.float32
+)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize(("mode", "bins", "scale"), [("average", 1, 1.0), ("bilinear", 2, 0.1)])
+def test_writer_ps_roi_pool(mode: str, bins: int, scale: float, tmp_path: Path) -> None:
+    channels = 2 * (9 if mode == "average" else bins * bins)
+    x = _rand(2, channels, 8, 9)
+    attrs = {
+        "mode": mode,
+        "output_dim": 2,
+        "group_size": 3,
+        "spatial_scale": scale,
+        "spatial_bins_x": bins,
+        "spatial_bins_y": bins,
+    }
+    y = emit("PsRoiPool", [_ph("x", x), _ph("rois", PS_ROIS)], attrs)
+    feeds = {"x": x, "rois": PS_ROIS}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("with_offsets", [False, True])
+def test_writer_deformable_ps_roi_pool(with_offsets: bool, tmp_path: Path) -> None:
+    x, offsets = _rand(2, 8, 8, 9), _rand(3, 4, 2, 2)
+    attrs = {
+        "output_dim": 2,
+        "group_size": 2,
+        "spatial_scale": 0.5,
+        "spatial_bins_x": 2,
+        "spatial_bins_y": 3,
+        "trans_std": 0.2,
+        "part_size": 2,
+    }
+    args, feeds = [_ph("x", x), _ph("rois", PS_ROIS)], {"x": x, "rois": PS_ROIS}
+    if with_offsets:
+        args.append(_ph("offsets", offsets))
+        feeds["offsets"] = offsets
+    y = emit("DeformablePsRoiPool", args, attrs)
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize(("ratio", "clockwise"), [(0, 0), (2, 1)])
+def test_writer_roi_align_rotated(ratio: int, clockwise: int, tmp_path: Path) -> None:
+    x = _rand(2, 3, 8, 9)
+    rois = np.array([[4.0, 3.0, 5.0, 2.0, 0.4], [1.0, 7.0, 6.0, 3.0, -2.0]], np.float32)
+    indices = np.array([1, 0], np.int32)
+    attrs = {
+        "output_height": 2,
+        "output_width": 3,
+        "sampling_ratio": ratio,
+        "spatial_scale": 1.0,
+        "clockwise": clockwise,
+    }
+    y = emit("RoiAlignRotated", [_ph("x", x), _ph("rois", rois), _ph("i", indices)], attrs)
+    feeds = {"x": x, "rois": rois, "i": indices}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("framework", ["", "tensorflow"])
+def test_writer_proposal(framework: str, tmp_path: Path) -> None:
+    scores = RNG.uniform(0, 1, (2, 8, 3, 4)).astype(np.float32)
+    deltas = (RNG.standard_normal((2, 16, 3, 4)) * 0.3).astype(np.float32)
+    image = np.array([50.0, 60.0, 1.0], np.float32)
+    attrs = {
+        "base_size": 16,
+        "pre_nms_topn": 30,
+        "post_nms_topn": 5,
+        "nms_thresh": 0.7,
+        "feat_stride": 16,
+        "min_size": 4,
+        "ratio": [0.5, 2.0],
+        "scale": [1.0, 2.0],
+        "clip_after_nms": 1,
+        "normalize": 1,
+        "framework": framework,
+    }
+    args = [_ph("scores", scores), _ph("deltas", deltas), _ph("image", image)]
+    rois, probs = emit_node("Proposal", args, attrs)
+    feeds = {"scores": scores, "deltas": deltas, "image": image}
+    model = tl.Model({"rois": rois, "probs": probs})
+    written_runs_alike(model, feeds, tmp_path, rtol=1e-5, atol=1e-5)
 
 
 # -- QuantizeLinear / DequantizeLinear ------------------------------------------------------------

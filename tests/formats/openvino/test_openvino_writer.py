@@ -20,8 +20,10 @@ from tensorloop.formats.openvino import (  # noqa: E402
     write_image,
     write_indexing,
     write_math,
+    write_nms,
     write_nn,
     write_signal,
+    write_strings,
 )
 from tensorloop.formats.openvino.writer import _EMITTERS  # noqa: E402
 from tensorloop.ir.emit import Emitter  # noqa: E402
@@ -289,6 +291,8 @@ FAMILY_TESTS = {
     write_indexing: "test_openvino_index_layers.py",
     write_signal: "test_openvino_write_signal.py",
     write_image: "test_openvino_write_image.py",
+    write_strings: "test_openvino_string_layers.py",
+    write_nms: "test_openvino_nms_layers.py",
 }
 """Each op family's emitters are tested in the family's own file, against the CPU plugin."""
 
@@ -484,8 +488,8 @@ def test_unsupported_values_raise_format_error(tmp_path: Path) -> None:
 def test_an_element_type_openvino_lacks_is_a_format_error(tmp_path: Path) -> None:
     g = Graph("g")
     x = g.add_input("x", TensorType("f32", [3]))
-    g.set_outputs(g.add_node("Cast", [x], {"to": tl.dtype("float8e4m3fn")}).outputs)
-    with pytest.raises(tl.FormatError, match="OpenVINO IR has no element type for float8e4m3fn"):
+    g.set_outputs(g.add_node("Cast", [x], {"to": tl.dtype("float8e4m3fnuz")}).outputs)
+    with pytest.raises(tl.FormatError, match="OpenVINO IR has no element type for float8e4m3fnuz"):
         tl.save(tl.Model(g), tmp_path / "f8.xml")
 
 

@@ -505,4 +505,20 @@ def _det(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[Ja
     return [jnp.linalg.det(x)]
 
 
+@lowers("Inverse")
+def _inverse(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
+    x = jnp.asarray(data)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"expected [*, M, M] matrices, got shape {list(x.shape)}")
+    if x.shape[-1] == 0 or x.size == 0:
+        return [x]
+    wide = x.astype(jnp.float64)
+    # Singular exactly where LAPACK's LU (NumPy's inv) meets a zero pivot: all NaN, as the
+    # reference kernel gives.
+    lu = lax.linalg.lu(wide)[0]
+    singular = jnp.any(jnp.diagonal(lu, axis1=-2, axis2=-1) == 0, axis=-1)
+    y = jnp.where(singular[..., None, None], jnp.nan, jnp.linalg.inv(wide))
+    return [y.astype(x.dtype)]
+
+
 __all__: list[str] = []

@@ -66,8 +66,9 @@ def _schema(file: File, node: Node) -> onnx.defs.OpSchema:
     raise FormatError(f"{describe(node)}: ONNX has no op '{node.op}'")
 
 
-def generic(scope: Scope, node: Node) -> None:
-    """A core op as the same-named ONNX op with its attributes."""
+def generic(scope: Scope, node: Node, written: int | None = None) -> None:
+    """A core op as the same-named ONNX op with its attributes (and only its first ``written``
+    outputs, which the caller checked are all that is read)."""
     file = scope.file
     schema = _schema(file, node)
     if schema.domain:
@@ -97,7 +98,7 @@ def generic(scope: Scope, node: Node) -> None:
     # with the number of outputs listed.
     results = set(scope.graph.outputs)
     outs = []
-    for j, v in enumerate(node.outputs):
+    for j, v in enumerate(node.outputs[:written]):
         formal = schema.outputs[min(j, len(schema.outputs) - 1)] if schema.outputs else None
         unread = not v.uses and v not in results
         outs.append(
@@ -177,8 +178,25 @@ def _check(scope: Scope, node: Node) -> None:
         scope.node("Identity", [scope.file.ref(value)], [scope.file.names[out]])
 
 
+def _non_max_suppression(scope: Scope, node: Node) -> None:
+    # The core op's defaults are ONNX's op; generic() refuses the other attributes' values.
+    if len(node.inputs) > 5 and node.inputs[5] is not None:
+        raise FormatError(
+            f"{describe(node)}: Soft-NMS (input #5, soft_nms_sigma) has no ONNX equivalent"
+        )
+    results = set(scope.graph.outputs)
+    read = [j for j, v in enumerate(node.outputs[1:], 1) if v.uses or v in results]
+    if read:
+        raise FormatError(
+            f"{describe(node)}: ONNX's NonMaxSuppression gives the selected indices only; "
+            f"output(s) {read} (selected scores, count) are read"
+        )
+    generic(scope, node, written=1)
+
+
 OP_EXPORTERS: dict[str, NodeExporter] = {
     "Constant": _constant,
+    "NonMaxSuppression": _non_max_suppression,
     "ReadVariable": _read_variable,
     "Assign": _assign,
     "Check": _check,

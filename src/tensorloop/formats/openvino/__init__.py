@@ -28,4 +28,13 @@ def _load(path: str | os.PathLike[str], **options: Any) -> Model:
 
 
 # writer registers tl.save for .xml; the ov_* modules register more layer converters
-from . import ov_detection, ov_misc, ov_signal, writer  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    ov_ctc,
+    ov_detection,
+    ov_misc,
+    ov_nms,
+    ov_numeric,
+    ov_signal,
+    ov_strings,
+    writer,
+)

@@ -14,7 +14,7 @@ from ...ir.graph import Graph, Value
 from ...tensor.dtypes import DType
 from ...tensor.types import TensorType
 from .document import Layer, Net, Port
-from .reader import ELEMENT_TYPES, PRECISIONS, Weights, parse_shape
+from .reader import ELEMENT_TYPES, PACKED_BITS, PRECISIONS, Weights, parse_shape
 
 Converter = Callable[["LayerContext", list[Value | None]], list[Value]]
 """``fn(ctx, inputs) -> outputs``: inputs in port order (None for an unconnected optional port)."""
@@ -276,8 +276,9 @@ def _convert_layer(
         if shape is None or not all(isinstance(d, int) for d in shape):
             raise ctx.error(f"a Const needs a static shape, got {ctx.attr('shape')!r}")
         static = tuple(int(d) for d in shape)
+        packed = ctx.attr("element_type").strip().lower() in PACKED_BITS
         data = ctx.source.weights.read(
-            ctx.int_attr("offset"), ctx.int_attr("size"), dt, static, ctx.where
+            ctx.int_attr("offset"), ctx.int_attr("size"), dt, static, ctx.where, packed
         )
         return [em.const(data)]
     try:

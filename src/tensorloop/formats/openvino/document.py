@@ -123,11 +123,27 @@ class _Weights:
         self._offsets: dict[bytes, int] = {}
 
     def store(self, value: Array) -> tuple[int, int]:
-        raw = np.ascontiguousarray(value).tobytes()
+        if value.dtype == object:
+            raw = _string_bytes(value)
+        else:
+            raw = np.ascontiguousarray(value).tobytes()
+        # An empty constant is one byte of padding, as OpenVINO writes it: OpenVINO's reader
+        # takes size="0" for a missing buffer and fails on it.
+        raw = raw or b"\0"
         if raw not in self._offsets:  # identical constants (axes, zeros, ...) share their bytes
+            self.data += bytes(-len(self.data) % 8)  # each constant aligned to 8 bytes
             self._offsets[raw] = len(self.data)
             self.data += raw
         return self._offsets[raw], len(raw)
+
+
+def _string_bytes(value: Array) -> bytes:
+    """A string tensor as OpenVINO stores it: an i32 count, count + 1 i32 byte offsets (the
+    first 0), then the strings' UTF-8 bytes one after another."""
+    encoded = [s.encode("utf-8", "surrogateescape") for s in value.reshape(-1).tolist()]
+    ends = np.cumsum([0, *map(len, encoded)])
+    head = np.array([len(encoded), *ends], dtype="<i4").tobytes()
+    return head + b"".join(encoded)
 
 
 def _net_element(net: Net, tag: str, attrs: dict[str, str], weights: _Weights) -> ET.Element:

@@ -8,10 +8,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ...ir.graph import Value
+from ...tensor.dtypes import DType
 from .convert import LayerContext, converter
 from .inputs import check_auto_broadcast, rank_of, scalar_const, type_of
 
 Lowering = Callable[[LayerContext, Value, Value], Value]
+_WIDER_THAN_F16 = frozenset({DType.float32, DType.float64, DType.bfloat16})
 
 
 def _core_binary(op: str) -> Lowering:
@@ -120,16 +122,26 @@ def _clamp(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     return [ctx.em.op("Min", [ctx.em.op("Max", [x, low_v]), high_v])]
 
 
+_FLOAT8 = (DType.float8e4m3fn, DType.float8e5m2)
+
+
 @converter("Convert")
 def _convert(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     to = ctx.element_type("destination_type")
+    x = ctx.input(0)
+    # OpenVINO converts wider floats to f8 through f16 (rounding twice), and does not saturate.
+    through_f16 = to in _FLOAT8 and type_of(ctx, x).dtype in _WIDER_THAN_F16
     data = ctx.const(0)
     if data is not None:
         # Fold it, so that weights saved as f16 with a decompressing Convert stay constants for
         # the converters that need constant inputs. astype is exactly what Cast computes.
         with np.errstate(all="ignore"):
-            return [ctx.em.const(data.astype(to.numpy))]
-    return [ctx.em.op("Cast", [ctx.input(0)], {"to": to})]
+            narrow = data.astype(np.float16) if through_f16 else data
+            return [ctx.em.const(narrow.astype(to.numpy))]
+    if through_f16:
+        x = ctx.em.op("Cast", [x], {"to": DType.float16})
+    attrs = {"saturate": 0} if to in _FLOAT8 else {}
+    return [ctx.em.op("Cast", [x], {"to": to, **attrs})]
 
 
 @converter("MatMul")

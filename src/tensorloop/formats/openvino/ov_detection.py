@@ -1,18 +1,18 @@
-"""OpenVINO detection (NMS family, ROI pooling, priors, proposals, YOLO regions) layers read as
+"""OpenVINO detection (ROI pooling, priors, proposals, YOLO regions) layers read as
 core ops: one converter per layer type, at every opset version OpenVINO's converters write.
 
 Read: PriorBox (v1, v8) and PriorBoxClustered (v1) as constants computed at conversion time
 (their outputs depend only on the two shape inputs, which must then be constant), ReorgYolo and
 RegionYolo (reshape / transpose / sigmoid / softmax compositions), ROIAlign (v3, v9: avg mode,
-every aligned mode) as RoiAlign, ROIPooling's max method as MaxRoiPool.
+every aligned mode) as RoiAlign, ROIPooling's max method as MaxRoiPool, PSROIPooling (average and
+bilinear) as PsRoiPool, DeformablePSROIPooling (bilinear_deformable, with or without offsets) as
+DeformablePsRoiPool, ROIAlignRotated as RoiAlignRotated, Proposal (v1, v4) as Proposal.
 
 Left unregistered or refused because the core ops cannot express them exactly: ROIAlign's max
 mode (OpenVINO takes the largest bilinear sample, RoiAlign the largest weighted corner),
-ROIPooling's bilinear method, NonMaxSuppression (OpenVINO suppresses a box whose IoU equals
-the threshold, computed in f32, where the core op suppresses only above it, computed in f64;
-v1-v4 also pad their output with -1 to a static size, and v5+ offer soft-NMS), PSROIPooling,
-DeformablePSROIPooling, DetectionOutput, Proposal, GenerateProposals, MatrixNms, MulticlassNms
-and NMSRotated (no core op with their semantics)."""
+ROIPooling's bilinear method, DetectionOutput, GenerateProposals, MatrixNms,
+MulticlassNms and NMSRotated (no core op with their semantics). NonMaxSuppression is read in
+ov_nms.py."""
 
 from __future__ import annotations
 
@@ -367,3 +367,76 @@ def _roi_pooling(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         pooled = [ctx.int_attr("pooled_h"), ctx.int_attr("pooled_w")]
     attrs = {"pooled_shape": pooled, "spatial_scale": ctx.float_attr("spatial_scale")}
     return [ctx.em.op("MaxRoiPool", [ctx.input(0), ctx.input(1)], attrs)]
+
+
+@converter("PSROIPooling")
+def _ps_roi_pooling(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    attrs = {
+        "mode": ctx.choice_attr("mode", ("average", "bilinear")),
+        "output_dim": ctx.int_attr("output_dim"),
+        "group_size": ctx.int_attr("group_size", 1),
+        "spatial_scale": ctx.float_attr("spatial_scale"),
+        "spatial_bins_x": ctx.int_attr("spatial_bins_x", 1),
+        "spatial_bins_y": ctx.int_attr("spatial_bins_y", 1),
+    }
+    return [ctx.em.op("PsRoiPool", [ctx.input(0), ctx.input(1)], attrs)]
+
+
+@converter("DeformablePSROIPooling")
+def _deformable_ps_roi_pooling(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    mode = ctx.attr("mode", "bilinear_deformable").strip().lower()
+    if mode != "bilinear_deformable":
+        # The CPU plugin runs only this mode; the spec leaves the others undefined.
+        raise ctx.error(f"DeformablePSROIPooling's mode {mode!r} is not supported")
+    attrs = {
+        "output_dim": ctx.int_attr("output_dim"),
+        "group_size": ctx.int_attr("group_size", 1),
+        "spatial_scale": ctx.float_attr("spatial_scale"),
+        "spatial_bins_x": ctx.int_attr("spatial_bins_x", 1),
+        "spatial_bins_y": ctx.int_attr("spatial_bins_y", 1),
+        "trans_std": ctx.float_attr("trans_std", 1.0),
+        "part_size": ctx.int_attr("part_size", 1),
+    }
+    given = [ctx.input(0), ctx.input(1)]
+    if len(inputs) > 2 and inputs[2] is not None:
+        given.append(ctx.input(2))
+    return [ctx.em.op("DeformablePsRoiPool", given, attrs)]
+
+
+@converter("ROIAlignRotated")
+def _roi_align_rotated(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    attrs = {
+        "output_height": ctx.int_attr("pooled_h"),
+        "output_width": ctx.int_attr("pooled_w"),
+        "sampling_ratio": ctx.int_attr("sampling_ratio"),
+        "spatial_scale": ctx.float_attr("spatial_scale"),
+        "clockwise": int(ctx.bool_attr("clockwise_mode", "false")),
+    }
+    return [ctx.em.op("RoiAlignRotated", [ctx.input(0), ctx.input(1), ctx.input(2)], attrs)]
+
+
+@converter("Proposal")
+def _proposal(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    version = ctx.layer.version or "opset1"
+    if version not in ("opset1", "opset4"):
+        raise ctx.error(f"Proposal version {version!r} is not supported")
+    framework = ctx.attr("framework", "").strip().lower()
+    if framework not in ("", "tensorflow"):
+        raise ctx.error(f"Proposal's framework {framework!r} is not supported")
+    attrs: dict[str, Any] = {
+        key: ctx.int_attr(key)
+        for key in ("base_size", "pre_nms_topn", "post_nms_topn", "feat_stride", "min_size")
+    }
+    attrs |= {
+        "nms_thresh": ctx.float_attr("nms_thresh"),
+        "ratio": _floats_attr(ctx, "ratio"),
+        "scale": _floats_attr(ctx, "scale"),
+        "clip_before_nms": int(ctx.bool_attr("clip_before_nms", "true")),
+        "clip_after_nms": int(ctx.bool_attr("clip_after_nms", "false")),
+        "normalize": int(ctx.bool_attr("normalize", "false")),
+        "box_size_scale": ctx.float_attr("box_size_scale", 1.0),
+        "box_coordinate_scale": ctx.float_attr("box_coordinate_scale", 1.0),
+        "framework": framework,
+    }
+    rois, probs = ctx.em.ops("Proposal", [ctx.input(0), ctx.input(1), ctx.input(2)], attrs)
+    return [rois] if version == "opset1" else [rois, probs]

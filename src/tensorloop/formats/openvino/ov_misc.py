@@ -1,12 +1,12 @@
 """OpenVINO remaining tensor (space/batch shuffles, adaptive pooling, grid sampling, attention,
-colour conversion, CTC, segment) layers read as core ops: one converter per layer type, at every
+colour conversion, segment) layers read as core ops: one converter per layer type, at every
 opset version OpenVINO's converters write.
 
 Left unregistered: DeformableConvolution without bilinear_interpolation_pad (edge samples read the
 edge pixel, which DeformConv cannot; rejected with an error), RandomUniform and Multinomial
-(OpenVINO's generator), string ops, Inverse (no exact core op), and, not yet composed,
-GatherTree, CTCGreedyDecoder(SeqLen), CTCLoss, FakeConvert, BinaryConvolution and
-SparseFillEmptyRows."""
+(OpenVINO's generator keeps its state from one inference to the next: ov_numeric.py). The string
+layers and SparseFillEmptyRows are read in ov_strings.py, GatherTree and the CTC layers in
+ov_ctc.py, Inverse, FakeConvert and BinaryConvolution in ov_numeric.py."""
 
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 one converter per layer type, at every opset version OpenVINO's converters write. The writer's
 emitters for them are in ``write_nn.py``.
 
-AdaptiveAvgPool/AdaptiveMaxPool and DeformableConvolution are read in ``ov_misc.py``.
-BinaryConvolution is left unregistered (no core op computes it); Interpolate's area,
-bilinear_pillow and bicubic_pillow modes, and its linear mode with antialias, are errors."""
+AdaptiveAvgPool/AdaptiveMaxPool and DeformableConvolution are read in ``ov_misc.py``,
+BinaryConvolution in ``ov_numeric.py``. Interpolate's area, bilinear_pillow and bicubic_pillow
+modes, and its linear mode with antialias, are errors."""
 
 from __future__ import annotations
 
@@ -331,17 +331,30 @@ def _lrn(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         raise ctx.error("LRN with no axes is not supported")
     # The window reaches (size - 1) // 2 either side (an even size is one short of it, where the
     # core LRN would reach one further after). Sum the squares over it along each listed axis:
-    # an AveragePool that counts its pads, over x² with two unit axes in front so that every
-    # original axis is spatial; alpha / size^len(axes) * sum == alpha * (k / size)^len * mean.
+    # an AveragePool that counts its pads, over x² with the other axes moved in front (and unit
+    # axes before them, to two) as its batch and channel axes, so that OpenVINO's pools (at most
+    # three spatial axes) can run it; alpha / size^len(axes) * sum == alpha * (k / size)^len *
+    # mean.
     half = (size - 1) // 2
     k = 2 * half + 1
-    kernel = [k if a in axes else 1 for a in range(t.rank)]
-    pads = [half if a in axes else 0 for a in range(t.rank)] * 2
-    squares = em.op("Unsqueeze", [em.op("Mul", [x, x]), em.ints([0, 1])])
+    others = [a for a in range(t.rank) if a not in axes]
+    perm = others + axes
+    lead = list(range(max(0, 2 - len(others))))
+    spatial = t.rank + len(lead) - 2
+    kernel = [1] * (spatial - len(axes)) + [k] * len(axes)
+    pads = ([0] * (spatial - len(axes)) + [half] * len(axes)) * 2
+    squares = em.op("Mul", [x, x])
+    if perm != sorted(perm):
+        squares = em.op("Transpose", [squares], {"perm": perm})
+    if lead:
+        squares = em.op("Unsqueeze", [squares, em.ints(lead)])
     mean = em.op(
         "AveragePool", [squares], {"kernel_shape": kernel, "pads": pads, "count_include_pad": 1}
     )
-    mean = em.op("Squeeze", [mean, em.ints([0, 1])])
+    if lead:
+        mean = em.op("Squeeze", [mean, em.ints(lead)])
+    if perm != sorted(perm):
+        mean = em.op("Transpose", [mean], {"perm": [perm.index(a) for a in range(t.rank)]})
     dt = t.dtype
     factor = scalar_const(ctx, alpha * (k / size) ** len(axes), dt)
     scale = em.op("Add", [scalar_const(ctx, bias, dt), em.op("Mul", [mean, factor])])

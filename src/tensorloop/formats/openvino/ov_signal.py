@@ -52,6 +52,8 @@ def _complex_input(ctx: LayerContext) -> tuple[Value, int]:
         raise ctx.error(
             f"input #0 (data) must be complex: at least 2 dims, the last 2, got {type_of(ctx, x)}"
         )
+    if not isinstance(last, int):  # say it is 2 (a Reshape that checks it at run time)
+        x = ctx.em.op("Reshape", [x, ctx.em.ints([0] * (rank - 1) + [2])])
     return x, rank
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import defusedxml.ElementTree as SafeET
 import numpy as np
 
 from ...errors import FormatError
-from ...tensor.dtypes import DType
+from ...tensor.dtypes import DType, string_array
 from ...tensor.types import UNKNOWN, Dim
 from .document import Branch, Edge, Layer, Net, Port, PortMapEntry
 
@@ -22,12 +23,18 @@ ELEMENT_TYPES: dict[str, DType] = {
     "i8": DType.int8, "i16": DType.int16, "i32": DType.int32, "i64": DType.int64,
     "u8": DType.uint8, "u16": DType.uint16, "u32": DType.uint32, "u64": DType.uint64,
     "f16": DType.float16, "bf16": DType.bfloat16, "f32": DType.float32, "f64": DType.float64,
+    "string": DType.string,
+    "u1": DType.bool, "f8e4m3": DType.float8e4m3fn, "f8e5m2": DType.float8e5m2,
 }  # fmt: skip
+PACKED_BITS = frozenset({"u1"})
+"""Element types stored one bit per element, eight to a byte, the first in the high bit."""
 PRECISIONS: dict[str, DType] = {
     "BOOL": DType.bool, "BOOLEAN": DType.bool,
     "I8": DType.int8, "I16": DType.int16, "I32": DType.int32, "I64": DType.int64,
     "U8": DType.uint8, "U16": DType.uint16, "U32": DType.uint32, "U64": DType.uint64,
     "FP16": DType.float16, "BF16": DType.bfloat16, "FP32": DType.float32, "FP64": DType.float64,
+    "STRING": DType.string,
+    "BIN": DType.bool, "F8E4M3": DType.float8e4m3fn, "F8E5M2": DType.float8e5m2,
 }  # fmt: skip
 SUPPORTED_VERSIONS = (10, 11)
 
@@ -223,20 +230,31 @@ class Weights:
         return 0 if self._data is None else int(self._data.size)
 
     def read(
-        self, offset: int, size: int, dtype: DType, shape: tuple[int, ...], where: str
+        self,
+        offset: int,
+        size: int,
+        dtype: DType,
+        shape: tuple[int, ...],
+        where: str,
+        packed: bool = False,
     ) -> np.ndarray[Any, Any]:
+        """``shape`` elements of ``dtype`` at ``offset``; ``packed``: one bit each (PACKED_BITS),
+        read as bools."""
         if size > 0 and self._data is None:
             raise FormatError(
                 f"{where}: needs weights, but the .bin file "
                 f"{self.path or '(none)'} is missing or empty"
             )
         count = int(np.prod(shape, dtype=np.int64))
-        expected = count * dtype.itemsize
+        if dtype is DType.string:
+            return self._read_strings(offset, size, shape, where)
+        expected = (count + 7) // 8 if packed else count * dtype.itemsize
+        unit = "1 bit" if packed else f"{dtype.itemsize} bytes"
         # OpenVINO writes an empty constant with one byte of padding (size="1").
         if size != expected and not (count == 0 and size <= 1):
             raise FormatError(
                 f"{where}: size={size} bytes does not match shape {list(shape)} x "
-                f"{dtype} ({dtype.itemsize} bytes) = {expected} bytes"
+                f"{'u1' if packed else dtype} ({unit}) = {expected} bytes"
             )
         if offset < 0 or size < 0 or offset + size > self.size:
             raise FormatError(
@@ -247,4 +265,30 @@ class Weights:
             return np.zeros(shape, dtype.numpy)
         assert self._data is not None
         raw = np.array(self._data[offset : offset + size])  # copy out of the map
+        if packed:
+            return np.unpackbits(raw, count=count).astype(np.bool_).reshape(shape)
         return raw.view(dtype.numpy).reshape(shape)
+
+    def _read_strings(
+        self, offset: int, size: int, shape: tuple[int, ...], where: str
+    ) -> np.ndarray[Any, Any]:
+        """A string Const as OpenVINO stores it: an i32 count, count + 1 i32 byte offsets into
+        the UTF-8 text that follows (the first 0), then the text."""
+        count = int(np.prod(shape, dtype=np.int64))
+        head = 4 * (count + 2)
+        if offset < 0 or size < head or offset + size > self.size:
+            raise FormatError(
+                f"{where}: offset={offset} size={size} cannot hold {count} strings (at least "
+                f"{head} bytes) inside {self.path} ({self.size} bytes)"
+            )
+        assert self._data is not None
+        raw = bytes(self._data[offset : offset + size])
+        stored, *ends = np.frombuffer(raw[:head], dtype="<i4").tolist()
+        text = raw[head:]
+        if stored != count or ends[0] != 0 or ends != sorted(ends) or ends[-1] != len(text):
+            raise FormatError(
+                f"{where}: malformed string data: {stored} strings (expected {count}) at byte "
+                f"offsets {ends[:8]}{'...' if len(ends) > 8 else ''} into {len(text)} bytes"
+            )
+        items = [text[a:b].decode("utf-8", "surrogateescape") for a, b in pairwise(ends)]
+        return string_array(items, shape)

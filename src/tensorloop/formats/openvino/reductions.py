@@ -10,7 +10,6 @@ from ...ir.graph import Value
 from .convert import LayerContext, converter
 from .inputs import (
     cast_to,
-    const_ints,
     has_input,
     int_vector,
     scalar_input,
@@ -64,10 +63,13 @@ def _topk(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     sort = ctx.choice_attr("sort", ("value", "index", "none"))
     index_type = ctx.element_type("index_element_type", "i32")
     k = int_vector(ctx, 1, "k")
-    if sort == "index" and const_ints(ctx, 1, "k") != [1]:
-        raise ctx.error("TopK with sort='index' and k other than 1 is not supported yet")
-    attrs = {"axis": ctx.int_attr("axis"), "largest": int(mode == "max"), "sorted": 1}
+    axis = ctx.int_attr("axis")
+    attrs = {"axis": axis, "largest": int(mode == "max"), "sorted": 1}
     values, index = ctx.em.ops("TopK", [x, k], attrs)
+    if sort == "index":  # the k chosen, in the order of their indices
+        _, order = ctx.em.ops("TopK", [index, k], {"axis": axis, "largest": 0, "sorted": 1})
+        values = ctx.em.op("GatherElements", [values, order], {"axis": axis})
+        index = ctx.em.op("GatherElements", [index, order], {"axis": axis})
     return [values, cast_to(ctx, index, index_type)]
 
 

@@ -139,7 +139,10 @@ def _pad(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     em = ctx.em
     begins = cast_to(ctx, int_vector(ctx, 1, "pads_begin"), DType.int64)
     ends = cast_to(ctx, int_vector(ctx, 2, "pads_end"), DType.int64)
-    pads = em.op("Concat", [begins, ends], {"axis": 0})
+    if ctx.const(1) is not None and ctx.const(2) is not None:  # the output shape stays known
+        pads = em.ints(const_ints(ctx, 1, "pads_begin") + const_ints(ctx, 2, "pads_end"))
+    else:
+        pads = em.op("Concat", [begins, ends], {"axis": 0})
     ins: list[Value | None] = [ctx.input(0), pads]
     if mode == "constant" and has_input(inputs, 3):
         ins.append(scalar_input(ctx, 3, "pad_value"))

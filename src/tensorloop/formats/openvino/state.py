@@ -120,5 +120,6 @@ def _assign(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     ctx.em.ops("Assign", [x], {"variable": name})
     if _flag_name(name) in graph.variables:
         ctx.em.ops("Assign", [ctx.em.const(np.array(True))], {"variable": _flag_name(name)})
-    # Assign passes its input through its output port; a new value keeps the input's name.
-    return [ctx.em.op("Identity", [x])]
+    # Assign passes its input through its output port, where it has one (tensorloop's writer
+    # gives it none, as nothing reads it); a new value keeps the input's name.
+    return [ctx.em.op("Identity", [x])] if ctx.layer.outputs else []

@@ -122,6 +122,10 @@ def _trip_count(net: NetBuilder, trip: Tensor | None, lengths: list[Tensor]) -> 
     """Loop-5's trip count: the least of max_trip_count and the sliced lengths. A negative
     max_trip_count means no trips in tensorloop but "unbounded" (-1) in OpenVINO: clamp it."""
     bounds = list(lengths)
+    if trip is not None and trip.value is not None and int(trip.value) >= 2**31 - 1:
+        # PyTorch's exporter writes 2**63 - 1 for "no bound": the CPU plugin (which counts trips
+        # in int32) may size the stacked outputs for that many trips. Unbounded is the same loop.
+        trip = None
     if trip is not None:
         t = scalar(net, convert(net, trip, DType.int64))
         bounds.insert(0, binary(net, "Maximum", t, net.ints(0), np.maximum))

@@ -1,5 +1,6 @@
 """Core ops written as OpenVINO image and detection (GridSample, DeformConv, RoiAlign, MaxRoiPool,
-quantisation) layers; merged into ``write_ops.OP_EMITTERS``."""
+PsRoiPool, DeformablePsRoiPool, RoiAlignRotated, Proposal, quantisation) layers; merged into
+``write_ops.OP_EMITTERS``."""
 
 from __future__ import annotations
 
@@ -99,6 +100,76 @@ def _max_roi_pool(net: NetBuilder, call: Call) -> list[Tensor]:
         pooled_w=pw,
         spatial_scale=float(call.attrs["spatial_scale"]),
         method="max",
+    )
+
+
+def _ps_roi_pool(net: NetBuilder, call: Call) -> list[Tensor]:
+    return net.layer(
+        "PSROIPooling",
+        [call.arg(0), call.arg(1)],
+        call.outs,
+        "opset1",
+        output_dim=int(call.attrs["output_dim"]),
+        group_size=int(call.attrs["group_size"]),
+        spatial_scale=float(call.attrs["spatial_scale"]),
+        mode=call.attrs["mode"],
+        spatial_bins_x=int(call.attrs["spatial_bins_x"]),
+        spatial_bins_y=int(call.attrs["spatial_bins_y"]),
+    )
+
+
+def _deformable_ps_roi_pool(net: NetBuilder, call: Call) -> list[Tensor]:
+    return net.layer(
+        "DeformablePSROIPooling",
+        [t for t in call.ins if t is not None],
+        call.outs,
+        "opset1",
+        output_dim=int(call.attrs["output_dim"]),
+        spatial_scale=float(call.attrs["spatial_scale"]),
+        group_size=int(call.attrs["group_size"]),
+        mode="bilinear_deformable",
+        spatial_bins_x=int(call.attrs["spatial_bins_x"]),
+        spatial_bins_y=int(call.attrs["spatial_bins_y"]),
+        trans_std=float(call.attrs["trans_std"]),
+        part_size=int(call.attrs["part_size"]),
+    )
+
+
+def _roi_align_rotated(net: NetBuilder, call: Call) -> list[Tensor]:
+    return net.layer(
+        "ROIAlignRotated",
+        [call.arg(0), call.arg(1), convert(net, call.arg(2), DType.int64)],
+        call.outs,
+        "opset15",
+        pooled_h=int(call.attrs["output_height"]),
+        pooled_w=int(call.attrs["output_width"]),
+        sampling_ratio=int(call.attrs["sampling_ratio"]),
+        spatial_scale=float(call.attrs["spatial_scale"]),
+        clockwise_mode=bool(call.attrs["clockwise"]),
+    )
+
+
+def _proposal(net: NetBuilder, call: Call) -> list[Tensor]:
+    a = call.attrs
+    return net.layer(
+        "Proposal",
+        [call.arg(0), call.arg(1), call.arg(2)],
+        call.outs,
+        "opset4",
+        base_size=int(a["base_size"]),
+        pre_nms_topn=int(a["pre_nms_topn"]),
+        post_nms_topn=int(a["post_nms_topn"]),
+        nms_thresh=float(a["nms_thresh"]),
+        feat_stride=int(a["feat_stride"]),
+        min_size=int(a["min_size"]),
+        ratio=", ".join(repr(float(v)) for v in a["ratio"]),
+        scale=", ".join(repr(float(v)) for v in a["scale"]),
+        clip_before_nms=bool(a["clip_before_nms"]),
+        clip_after_nms=bool(a["clip_after_nms"]),
+        normalize=bool(a["normalize"]),
+        box_size_scale=float(a["box_size_scale"]),
+        box_coordinate_scale=float(a["box_coordinate_scale"]),
+        framework=a["framework"],
     )
 
 
@@ -205,5 +276,9 @@ EMITTERS: dict[str, Emitter] = {
     "GridSample": _grid_sample,
     "RoiAlign": _roi_align,
     "MaxRoiPool": _max_roi_pool,
+    "PsRoiPool": _ps_roi_pool,
+    "DeformablePsRoiPool": _deformable_ps_roi_pool,
+    "RoiAlignRotated": _roi_align_rotated,
+    "Proposal": _proposal,
 }
 """Emitters of this family, by core op name."""

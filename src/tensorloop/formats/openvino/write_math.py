@@ -345,5 +345,6 @@ EMITTERS: dict[str, Emitter] = {
     "ReduceSumSquare": _reduction(_sum_square),
     "ReduceLogSum": _reduction(_log_sum, floats_only=True),
     "ReduceLogSumExp": _reduction(_log_sum_exp, floats_only=True),
+    "Inverse": _same("Inverse", "opset14", adjoint=False),
 }
 """Emitters of this family, by core op name."""

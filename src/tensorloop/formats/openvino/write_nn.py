@@ -161,7 +161,33 @@ def _average_pool(net: NetBuilder, call: Call) -> list[Tensor]:
         raise call.error("OpenVINO's AvgPool has no dilations")
     exclude = not call.attrs["count_include_pad"]
     data = {**_pool_data(call, x), "exclude-pad": exclude}
+    if exclude and not call.attrs["ceil_mode"]:
+        data.update(_windows_in_the_end_pad(call, x, n))
     return [net.op("AvgPool", [x], call.out, "opset14", **data)]
+
+
+def _windows_in_the_end_pad(call: Call, x: Tensor, n: int) -> dict[str, str]:
+    """OpenVINO refuses an AvgPool that excludes pads whose end pad is as wide as the kernel (as
+    the reader writes OpenVINO's "ceil" rounding, whose last window may lie in the pad): the same
+    windows as "ceil" with a narrower end pad, or nothing to change."""
+    kernel = [int(k) for k in call.attrs["kernel_shape"]]
+    pads = _ints(call, "pads", 2 * n, 0)
+    if call.attrs["auto_pad"] not in ("NOTSET", "VALID") or all(
+        e < k for e, k in zip(pads[n:], kernel, strict=True)
+    ):
+        return {}
+    strides = _ints(call, "strides", n, 1)
+    dims = x.type.shape[2:] if x.type.shape is not None else []
+    ends = []
+    for d, k, s, b, e in zip(dims, kernel, strides, pads[:n], pads[n:], strict=True):
+        if not isinstance(d, int):
+            raise call.error("AvgPool with an end pad as wide as its kernel needs static dims")
+        count = (d + b + e - k) // s + 1
+        fits = [p for p in range(k) if d + b + p >= k and -(-(d + b + p - k) // s) + 1 == count]
+        if not fits:
+            raise call.error(f"OpenVINO's AvgPool cannot exclude an end pad of {e} >= kernel {k}")
+        ends.append(fits[-1])
+    return {"pads_end": _csv(ends), "rounding_type": "ceil"}
 
 
 def _global(type_: str) -> Emitter:

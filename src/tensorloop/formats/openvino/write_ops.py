@@ -108,7 +108,12 @@ def _reduce(type_: str) -> Emitter:
             if call.attrs["noop_with_empty_axes"]:
                 return [x]
             axes = all_axes(net, x)
-        return [net.op(type_, [x, axes], call.out, keep_dims=bool(call.attrs["keepdims"]))]
+        layer = type_
+        if x.type.dtype is DType.bool:  # OpenVINO's arithmetic reductions refuse booleans
+            layer = {"ReduceMax": "ReduceLogicalOr", "ReduceMin": "ReduceLogicalAnd"}.get(type_, "")
+            if not layer:
+                raise call.error(f"{type_} of booleans has no OpenVINO layer")
+        return [net.op(layer, [x, axes], call.out, keep_dims=bool(call.attrs["keepdims"]))]
 
     return emit
 
@@ -261,8 +266,18 @@ def _pad_amounts(
         vec = pads.type.with_shape([UNKNOWN])
         a, b = net.layer("Split", [pads, net.ints(0)], [vec, vec], num_splits=2)
         return a, b
-    if axes.value is None or pads.value is None or x.rank is None:
-        raise call.error("pads over listed axes need constant pads and axes and a known rank")
+    if axes.value is None or x.rank is None:
+        raise call.error("pads over listed axes need constant axes and a known rank")
+    if pads.value is None:  # computed pads scattered into zeros at the listed axes
+        listed = [call.normalize_axis(int(a), x.rank, "pad axis") for a in axes.value.reshape(-1)]
+        vec = pads.type.with_shape([len(listed)])
+        halves = net.layer("Split", [pads, net.ints(0)], [vec, vec], num_splits=2)
+        full = pads.type.with_shape([x.rank])
+        zeros, at = net.const(np.zeros(x.rank, pads.type.dtype.numpy)), net.ints(listed)
+        begin, end = (
+            net.op("ScatterUpdate", [zeros, at, h, net.ints(0)], full, "opset3") for h in halves
+        )
+        return begin, end
     begins, ends = np.zeros(x.rank, pads.value.dtype), np.zeros(x.rank, pads.value.dtype)
     listed = [call.normalize_axis(int(a), x.rank, "pad axis") for a in axes.value.reshape(-1)]
     begins[listed], ends[listed] = np.split(pads.value.reshape(-1), 2)
@@ -337,10 +352,36 @@ def _assign(net: NetBuilder, call: Call) -> list[Tensor]:
     name: str = call.attrs["variable"]
     if not net.top:
         raise call.error("OpenVINO keeps state only at the top level, not in a loop or branch")
-    _read_value(net, name)  # OpenVINO learns a variable from its ReadValue, so one must exist
+    read = _read_value(
+        net, name
+    )  # OpenVINO learns a variable from its ReadValue, so one must exist
     net.file.assigned.add(name)
-    net.add("Assign", [call.arg(0)], [], "opset6", variable_id=name)
+    value = call.arg(0)
+    if value.value is not None:
+        # OpenVINO's CPU plugin (2026.4) ignores an Assign of a constant: the variable keeps its
+        # value. Selected by a condition on the variable itself, the constant is assigned.
+        same = net.op("Equal", [read, read], read.type.with_dtype(DType.bool))
+        value = net.op("Select", [same, value, value], value.type)
+    net.add("Assign", [value], [], "opset6", variable_id=name)
     return []
+
+
+_FLOAT8 = {DType.float8e4m3fn: 448.0, DType.float8e5m2: 57344.0}
+
+
+def _cast(net: NetBuilder, call: Call) -> list[Tensor]:
+    """Convert; to f8 only from f16 (OpenVINO takes wider floats there through f16, rounding
+    twice), clamped first where the Cast saturates (OpenVINO's Convert does not)."""
+    x, to = call.arg(0), call.attrs["to"]
+    if to in _FLOAT8 and x.type.dtype is not DType.bool:
+        if x.type.dtype is not DType.float16:
+            raise call.error(
+                f"OpenVINO converts {x.type.dtype} to {to} through f16, rounding twice: "
+                "cast to float16 first"
+            )
+        if call.attrs["saturate"]:
+            x = net.op("Clamp", [x], x.type, min=-_FLOAT8[to], max=_FLOAT8[to])
+    return net.layer("Convert", [x], call.outs, destination_type=to)
 
 
 def _attr(key: str) -> Callable[[Call], Any]:
@@ -386,7 +427,7 @@ OP_EMITTERS: dict[str, Emitter] = {
     "Size": _size,
     "ConstantOfShape": _constant_of_shape,
     "Range": _direct("Range", "opset4", output_type=lambda call: call.out.dtype),
-    "Cast": _direct("Convert", destination_type=_attr("to")),
+    "Cast": _cast,
     "Pad": _pad,
     "Constant": lambda net, call: [net.const(call.attrs["value"])],
     "Identity": lambda net, call: [call.arg(0)],  # no layer: the value passes straight through
@@ -401,11 +442,21 @@ from . import (  # noqa: E402  (the op families' emitters)
     write_image,
     write_indexing,
     write_math,
+    write_nms,
     write_nn,
     write_signal,
+    write_strings,
 )
 
-for _family in (write_math, write_nn, write_indexing, write_signal, write_image):
+for _family in (
+    write_math,
+    write_nn,
+    write_indexing,
+    write_signal,
+    write_image,
+    write_strings,
+    write_nms,
+):
     _twice = sorted(set(_family.EMITTERS) & set(OP_EMITTERS))
     assert not _twice, f"ops written twice: {_twice}"
     OP_EMITTERS.update(_family.EMITTERS)

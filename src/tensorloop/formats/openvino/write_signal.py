@@ -8,6 +8,7 @@ import numpy as np
 from ...ops.normalization import stash_dtype
 from ...ops.signal import dft_axis
 from ...tensor.dtypes import DType
+from ...tensor.types import TensorType
 from .write_net import (
     Call,
     Emitter,
@@ -16,6 +17,7 @@ from .write_net import (
     binary,
     convert,
     dim_of,
+    insert_unit,
     reverse,
     scalar,
     shape_of,
@@ -96,23 +98,36 @@ def _stft(net: NetBuilder, call: Call) -> list[Tensor]:
 
 
 def _col2im(net: NetBuilder, call: Call) -> list[Tensor]:
-    """Col2Im over two spatial axes as Col2Im-15 (OpenVINO's has no other number of axes)."""
+    """Col2Im over two spatial axes as Col2Im-15; over one (as ISTFT folds frames) as Col2Im-15
+    over a unit axis and that axis; OpenVINO's has no other number of axes."""
     x, image, block = call.arg(0), call.arg(1), call.arg(2)
     dims = image.type.shape
-    if dims is None or dims[0] != 2:
-        raise call.error("OpenVINO's Col2Im folds two spatial axes only: image_shape must be [2]")
-    pads = list(call.attrs["pads"] or [0, 0, 0, 0])
+    if dims is None or dims[0] not in (1, 2):
+        raise call.error("OpenVINO's Col2Im folds one or two spatial axes: image_shape must be [2]")
+    n = int(dims[0])
+    pads = list(call.attrs["pads"] or [0] * 2 * n)
     data = {
-        "strides": list(call.attrs["strides"] or [1, 1]),
-        "dilations": list(call.attrs["dilations"] or [1, 1]),
-        "pads_begin": pads[:2],
-        "pads_end": pads[2:],
+        "strides": list(call.attrs["strides"] or [1] * n),
+        "dilations": list(call.attrs["dilations"] or [1] * n),
+        "pads_begin": pads[:n],
+        "pads_end": pads[n:],
     }
-    if any(len(v) != 2 for v in data.values()):
-        raise call.error(f"strides, dilations and pads must cover two spatial axes, got {data}")
+    if any(len(v) != n for v in data.values()):
+        raise call.error(f"strides, dilations and pads must cover {n} spatial axes, got {data}")
+    image, block = convert(net, image, DType.int64), convert(net, block, DType.int64)
+    out = call.out
+    if n == 1:
+        data = {k: [1 if k in ("strides", "dilations") else 0, *v] for k, v in data.items()}
+        unit = net.ints([1])
+        pair = TensorType(DType.int64, [2])
+        image = net.op("Concat", [unit, image], pair, axis=0)
+        block = net.op("Concat", [unit, block], pair, axis=0)
+        out = insert_unit(call.out, 2)
     text = {k: ",".join(map(str, v)) for k, v in data.items()}
-    ins = [x, convert(net, image, DType.int64), convert(net, block, DType.int64)]
-    return [net.op("Col2Im", ins, call.out, "opset15", **text)]
+    y = net.op("Col2Im", [x, image, block], out, "opset15", **text)
+    if n == 1:
+        y = net.op("Squeeze", [y, net.ints([2])], call.out)
+    return [y]
 
 
 def _work_dtype(call: Call, t: Tensor) -> DType:

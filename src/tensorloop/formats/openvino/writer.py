@@ -7,8 +7,10 @@ from typing import Any
 
 from ...errors import FormatError
 from ...io import saver
+from ...ir.graph import Graph
 from ...model import Model
-from ...tensor.types import TensorType
+from ...passes import lower_sequences
+from ...tensor.types import SequenceType, TensorType
 from .write_control import emit_if, emit_loop
 from .write_net import IR_VERSION, Emitter, File, NetBuilder, Tensor, lower
 from .write_ops import OP_EMITTERS
@@ -23,7 +25,7 @@ def write_openvino(
     model: Model, path: str | os.PathLike[str], bin_path: str | os.PathLike[str] | None = None
 ) -> None:
     """Write ``model`` as OpenVINO IR: ``path`` (XML) and its weights (``.bin`` beside it)."""
-    graph = model.graph
+    graph = _without_sequences(model.graph)
     top = NetBuilder(File(graph, _EMITTERS), graph.name, top=True)
     params: list[Tensor] = []
     for v in graph.inputs:
@@ -41,6 +43,14 @@ def write_openvino(
         top.name_tensor(t, v.name)
         top.result(t)
     top.net.save(path, bin_path)
+
+
+def _without_sequences(graph: Graph) -> Graph:
+    """``graph``, or a copy with the sequences ``lower_sequences`` can prove to be tensors made
+    tensors (IR has no sequences; what is left is refused by the op that makes it)."""
+    if not any(isinstance(o.type, SequenceType) for _, n in graph.walk() for o in n.outputs):
+        return graph
+    return lower_sequences(graph.clone()).graph
 
 
 def _convert_copy(net: NetBuilder, t: Tensor) -> Tensor:

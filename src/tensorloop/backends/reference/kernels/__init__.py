@@ -12,9 +12,11 @@ from . import (  # noqa: F401
     nn,
     quant,
     reduce,
+    roi,
     sequence,
     shape,
     signal,
+    sparse,
     strings,
     training,
 )

@@ -33,7 +33,8 @@ def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
     i, per_iteration = 0, [[] for _ in stacked]  # type: tuple[int, list[list[Any]]]
     while all(i < b for b in bounds) and cond:
         slices = [
-            np.take(src, np.shape(src)[a] - 1 - i if sl.reverse else i, axis=a)
+            # an array even where the slice is a scalar (np.take gives a NumPy scalar there)
+            np.asarray(np.take(src, np.shape(src)[a] - 1 - i if sl.reverse else i, axis=a))
             for src, sl, a in zip(sources, sliced, axes, strict=True)
         ]
         with ctx.state.iteration(i, ctx.where):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -337,8 +339,10 @@ def non_max_suppression(
     max_output_boxes_per_class: Any = None,
     iou_threshold: Any = None,
     score_threshold: Any = None,
-) -> Array:
-    b, s = widen(boxes).astype(np.float64), widen(scores).astype(np.float64)
+    soft_nms_sigma: Any = None,
+) -> tuple[Array, Array, Array]:
+    real = np.float32 if ctx.attr("precision") == "f32" else np.float64
+    b, s = widen(boxes).astype(real), widen(scores).astype(real)
     if b.ndim != 3 or b.shape[2] != 4 or s.ndim != 3 or s.shape[::2] != b.shape[:2]:
         raise fail(
             ctx,
@@ -346,29 +350,80 @@ def non_max_suppression(
             "[batches, boxes, 4] and [batches, classes, boxes]",
         )
     limit = int(_scalar(max_output_boxes_per_class, 0))
-    threshold = _scalar(iou_threshold, 0.0)
-    floor = None if not _given(score_threshold) else _scalar(score_threshold, 0.0)
+    rule = _Suppression(
+        real(_scalar(iou_threshold, 0.0)),
+        None if not _given(score_threshold) else real(_scalar(score_threshold, 0.0)),
+        real(_scalar(soft_nms_sigma, 0.0)),
+        bool(ctx.attr("soft_nms_iou_cutoff")),
+    )
     low, high = _corners(b, bool(ctx.attr("center_point_box")))
-    picked: list[tuple[int, int, int]] = []
+    rows: list[tuple[int, int, int, Any]] = []
     for batch, cls in itertools.product(range(s.shape[0]), range(s.shape[1])):
         if limit <= 0:
             break
-        score = s[batch, cls]
+        kept = rule.select(low[batch], high[batch], s[batch, cls], limit)
+        rows.extend((batch, cls, box, score) for box, score in kept)
+    if ctx.attr("sort_by_score"):
+        rows.sort(key=lambda r: (-r[3], r[0], r[1], r[2]))
+    indices = np.array([r[:3] for r in rows], np.int64).reshape(-1, 3)
+    picked = np.array([(r[0], r[1], r[3]) for r in rows], real).reshape(-1, 3)
+    return indices, picked, np.array([len(rows)], np.int64)
+
+
+@dataclass(frozen=True)
+class _Suppression:
+    """How NonMaxSuppression chooses the boxes of one batch and class."""
+
+    iou: Any
+    floor: Any
+    sigma: Any
+    cutoff: bool
+
+    def select(self, low: Array, high: Array, score: Array, limit: int) -> list[tuple[int, Any]]:
+        """The (box, score) pairs kept, in the order they are kept."""
         order = np.argsort(-score, kind="stable")
-        if floor is not None:
-            order = order[score[order] > floor]
+        if self.floor is not None:
+            order = order[score[order] > self.floor]
+        if self.sigma > 0:
+            return self._soft(low, high, score, order, limit)
         # Greedy by nature: each choice depends on the boxes chosen before it.
         suppressed = np.zeros(len(score), bool)
-        kept = 0
+        kept: list[tuple[int, Any]] = []
         for i in order:
             if suppressed[i]:
                 continue
-            picked.append((batch, cls, int(i)))
-            kept += 1
-            if kept == limit:
+            kept.append((int(i), score[i]))
+            if len(kept) == limit:
                 break
-            suppressed |= _iou(low[batch], high[batch], int(i)) > threshold
-    return np.array(picked, np.int64).reshape(-1, 3)
+            suppressed |= _iou(low, high, int(i)) > self.iou
+        return kept
+
+    def _soft(
+        self, low: Array, high: Array, score: Array, order: Array, limit: int
+    ) -> list[tuple[int, Any]]:
+        """Soft-NMS, lazily: a box taken from the heap is decayed by the boxes kept since it
+        was last decayed; kept if that changes nothing, else pushed back with its new score."""
+        scale = score.dtype.type(-0.5) / self.sigma
+        heap = [(-score[i], int(i), 0) for i in order]
+        heapq.heapify(heap)
+        kept: list[tuple[int, Any]] = []
+        overlaps: list[Array] = []  # IoU of each kept box with every box
+        while heap and len(kept) < limit:
+            top, i, begin = heapq.heappop(heap)
+            value = -top
+            for iou in (overlaps[j][i] for j in range(len(kept) - 1, begin - 1, -1)):
+                if self.cutoff and iou > self.iou:
+                    break
+                value = value * np.exp(scale * iou * iou)
+                if self.floor is not None and value <= self.floor:
+                    break
+            else:
+                if value == -top:
+                    kept.append((i, value))
+                    overlaps.append(_iou(low, high, i))
+                else:
+                    heapq.heappush(heap, (-value, i, len(kept)))
+        return kept
 
 
 def _bilinear_axis(p: Array, size: int) -> tuple[Array, Array, Array, Array, Array]:

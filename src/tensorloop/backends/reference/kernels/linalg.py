@@ -1,13 +1,14 @@
-"""Reference kernels for MatMul and Gemm."""
+"""Reference kernels for MatMul, Gemm and Inverse."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
 from ..registry import KernelContext, kernel
-from .elementwise import Array, widen
+from .elementwise import Array, fail, widen
 
 
 @kernel("MatMul")
@@ -27,3 +28,22 @@ def gemm(ctx: KernelContext, a: Any, b: Any, c: Any = None) -> Array:
         if c is not None:
             out = out + (widen(c) if beta == 1 else beta * widen(c))
         return np.asarray(out).astype(np.asarray(a).dtype)
+
+
+@kernel("Inverse")
+def inverse(ctx: KernelContext, data: Any) -> Array:
+    x = np.asarray(data)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise fail(ctx, f"expected [*, M, M] matrices, got shape {list(x.shape)}")
+    # float64 throughout: the result is rounded once, to the input's type.
+    wide = x.astype(np.float64)
+    try:
+        return np.linalg.inv(wide).astype(x.dtype)
+    except np.linalg.LinAlgError:  # some matrix is singular: invert one at a time
+        pass
+    flat = wide.reshape(-1, *x.shape[-2:])
+    out = np.full_like(flat, np.nan)
+    for i, matrix in enumerate(flat):
+        with contextlib.suppress(np.linalg.LinAlgError):  # singular: stays NaN
+            out[i] = np.linalg.inv(matrix)
+    return out.reshape(x.shape).astype(x.dtype)

@@ -148,3 +148,34 @@ def tfidf_vectorizer(ctx: KernelContext, x: Any) -> Array:
         counts = counts * weights
     counts = counts.astype(np.float32)
     return counts[0] if x.ndim == 1 else counts
+
+
+@kernel("StringTensorUnpack")
+def string_tensor_unpack(ctx: KernelContext, x: Any) -> tuple[Array, Array, Array]:
+    x = np.asarray(x)
+    try:
+        encoded = [s.encode("utf-8", "surrogateescape") for s in x.reshape(-1).tolist()]
+    except UnicodeEncodeError as exc:
+        raise fail(
+            ctx, f"a string holds {exc.object[exc.start]!r}, which UTF-8 cannot encode"
+        ) from None
+    ends = np.cumsum([len(b) for b in encoded], dtype=np.int64)
+    if ends.size and ends[-1] > np.iinfo(np.int32).max:
+        raise fail(ctx, f"the strings take {int(ends[-1])} bytes, more than i32 offsets reach")
+    begins = np.concatenate([[0], ends[:-1]]) if ends.size else ends
+    symbols = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    return begins.astype(np.int32).reshape(x.shape), ends.astype(np.int32).reshape(x.shape), symbols
+
+
+@kernel("StringTensorPack")
+def string_tensor_pack(ctx: KernelContext, begins: Any, ends: Any, symbols: Any) -> Array:
+    begins, ends = np.asarray(begins), np.asarray(ends)
+    data = np.asarray(symbols).tobytes()
+    if begins.shape != ends.shape:
+        raise fail(ctx, f"begins {list(begins.shape)} and ends {list(ends.shape)} differ in shape")
+    lo, hi = begins.reshape(-1).tolist(), ends.reshape(-1).tolist()
+    bad = next(((b, e) for b, e in zip(lo, hi, strict=True) if not 0 <= b <= e <= len(data)), None)
+    if bad is not None:
+        raise fail(ctx, f"range [{bad[0]}, {bad[1]}) is not a range of the {len(data)} symbols")
+    items = [data[b:e].decode("utf-8", "surrogateescape") for b, e in zip(lo, hi, strict=True)]
+    return string_array(items, begins.shape)

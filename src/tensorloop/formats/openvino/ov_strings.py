@@ -1,0 +1,27 @@
+"""OpenVINO string and sparse layers read as core ops: StringTensorUnpack-15 and
+StringTensorPack-15 (a string tensor to and from its UTF-8 bytes with begin and end offsets) and
+SparseFillEmptyRows-16, each the same-named core op."""
+
+from __future__ import annotations
+
+from ...ir.graph import Value
+from .convert import LayerContext, converter
+from .inputs import scalar_input
+
+__all__: list[str] = []
+
+
+@converter("StringTensorUnpack")
+def _string_tensor_unpack(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return ctx.em.ops("StringTensorUnpack", [ctx.input(0)])
+
+
+@converter("StringTensorPack")
+def _string_tensor_pack(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    return [ctx.em.op("StringTensorPack", [ctx.input(0), ctx.input(1), ctx.input(2)])]
+
+
+@converter("SparseFillEmptyRows")
+def _sparse_fill_empty_rows(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    args = [ctx.input(0), ctx.input(1), ctx.input(2), scalar_input(ctx, 3, "default_value")]
+    return ctx.em.ops("SparseFillEmptyRows", args)
