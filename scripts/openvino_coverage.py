@@ -75,6 +75,11 @@ def logged_types(log: Path) -> dict[str, set[str]]:
     env = {**os.environ, COVERAGE_LOG: str(log)}
     tests = str(ROOT / "tests" / "formats" / "openvino")
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", tests], env=env)
+    return read_log(log)
+
+
+def read_log(log: Path) -> dict[str, set[str]]:
+    """kind -> the layer types a test run logged under it."""
     kinds: dict[str, set[str]] = {"compared": set(), "written": set()}
     for line in log.read_text(encoding="utf-8").splitlines():
         entry = json.loads(line)
@@ -107,9 +112,18 @@ def table(kinds: dict[str, set[str]]) -> str:
 
 @click.command()
 @click.option("--write", is_flag=True, help="Replace the table in docs/openvino.md.")
-def main(write: bool) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        text = table(logged_types(Path(tmp) / "layers.jsonl"))
+@click.option(
+    "--from-log",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help=f"Use the layer-type log of a test run made with {COVERAGE_LOG}=FILE instead of running "
+    "the OpenVINO tests.",
+)
+def main(write: bool, from_log: Path | None) -> None:
+    if from_log is not None:
+        text = table(read_log(from_log))
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            text = table(logged_types(Path(tmp) / "layers.jsonl"))
     if not write:
         click.echo(text)
         return

@@ -54,7 +54,8 @@ def assert_same_trace(
 ) -> None:
     assert sorted(got) == sorted(want), f"{where}: traced {sorted(got)}, want {sorted(want)}"
     for name, entries in want.items():
-        paths = [e.iteration for e in got[name]]
-        assert paths == [e.iteration for e in entries], f"{where}: trace of '{name}' differs"
+        paths = [(e.loop, e.iteration) for e in got[name]]
+        want_paths = [(e.loop, e.iteration) for e in entries]
+        assert paths == want_paths, f"{where}: trace of '{name}' differs"
         for g, w in zip(got[name], entries, strict=True):
             assert_same_value(g.value, w.value, f"{where}: trace of '{name}' at {w.iteration}")

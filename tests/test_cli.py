@@ -129,3 +129,25 @@ def test_unknown_and_unreadable_formats(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", str(onnx)])
     assert result.exit_code != 0 and "m.onnx: not a readable ONNX model" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["inspect"], ["convert"]])
+def test_dash_h_is_help(command: list[str]) -> None:
+    result = CliRunner().invoke(main, [*command, "-h"])
+    assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_convert_to_a_missing_folder_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["convert", RNN, "/nonexistent/x.onnx"])
+    assert result.exit_code == 1
+    assert result.output == "error: cannot write /nonexistent/x.onnx: no such folder /nonexistent\n"
+    result = CliRunner().invoke(main, ["convert", RNN, str(tmp_path)])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+
+
+def test_usage_errors_are_one_line_and_debug_shows_the_error() -> None:
+    result = CliRunner().invoke(main, ["run", RNN, "--nope"])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: No such option '--nope'") and "run -h" in result.output
+    result = CliRunner().invoke(main, ["--debug", "run", RNN, "-i", "h0=[0]"])
+    assert result.exit_code == 1 and isinstance(result.exception, tl.errors.InputError)

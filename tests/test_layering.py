@@ -101,7 +101,9 @@ class Rule:
     exempt: tuple[str, ...] = ()  # importing modules the rule leaves out
 
     def breaks(self, imp: Import) -> bool:
-        if not in_layer(imp.module, self.layer) or imp.module in self.exempt:
+        if not in_layer(imp.module, self.layer) or any(
+            in_layer(imp.module, e) for e in self.exempt
+        ):
             return False
         if self.allowed is not None and not any(names(imp.name, a) for a in self.allowed):
             return True

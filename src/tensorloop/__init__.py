@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import ops  # noqa: F401  (registers the built-in ops before anything looks one up)
-from .backends.runtime import DEFAULT_MAX_ITERATIONS, TraceEntry
+from .backends.runtime import TraceEntry
 from .builder.loops import cond, fori_loop, scan, while_loop
 from .builder.ops import (
     abs,
@@ -75,6 +75,8 @@ from .errors import (
     LoopLimitError,
     NetworkError,
     ParseError,
+    ResourceLimitError,
+    RunTimeoutError,
     ShapeInferenceError,
     TensorloopError,
     UnsupportedOpError,
@@ -84,6 +86,7 @@ from .io import load, save
 from .ir.branch import If
 from .ir.graph import Graph, Node, Value
 from .ir.loop import Loop, Sliced, Stacked
+from .limits import DEFAULT_MAX_ITERATIONS, Limits
 from .model import Model, Outputs, Session
 from .tensor.dtypes import DType, dtype
 from .tensor.types import OptionalType, SequenceType, TensorType
@@ -99,6 +102,7 @@ __all__ = [
     "GraphError",
     "If",
     "InputError",
+    "Limits",
     "Loop",
     "LoopLimitError",
     "Model",
@@ -107,6 +111,8 @@ __all__ = [
     "OptionalType",
     "Outputs",
     "ParseError",
+    "ResourceLimitError",
+    "RunTimeoutError",
     "SequenceType",
     "Session",
     "ShapeInferenceError",

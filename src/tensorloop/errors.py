@@ -43,6 +43,15 @@ class LoopLimitError(ExecutionError):
     """A loop ran past the configured maximum number of iterations."""
 
 
+class ResourceLimitError(ExecutionError):
+    """A model or a run would pass one of its ``Limits``: a tensor or stacked output too large,
+    a rank or a nesting of bodies too deep. Raised before the memory is allocated."""
+
+
+class RunTimeoutError(ResourceLimitError):
+    """A run was still going when its wall-clock ``timeout`` ran out."""
+
+
 class UnsupportedOpError(TensorloopError):
     """No definition or kernel is registered for an op."""
 

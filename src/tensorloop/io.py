@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import FormatError, TensorloopError
+from .errors import FormatError, ParseError, TensorloopError
 from .model import Model
 
 Loader = Callable[..., Model]
@@ -53,12 +53,32 @@ def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
         if type(path).__name__ == "ModelProto":
             from .formats.onnx import load_onnx
 
-            return load_onnx(path, **options)
+            return _guarded(f"<ONNX model '{path.graph.name}'>", load_onnx, path, **options)
         raise FormatError(f"cannot load a {type(path).__name__}: expected a path or a ModelProto")
     fn = _LOADERS[_suffix(path, _LOADERS, "load")]
     if not Path(path).is_file():
         raise FormatError(f"{path}: no such file")
-    return fn(path, **options)
+    return _guarded(str(path), fn, path, **options)
+
+
+def _guarded(label: str, fn: Callable[..., Model], *args: Any, **options: Any) -> Model:
+    """``fn(*args, **options)``, with any exception that is not a TensorloopError (a loader bug a
+    hostile file found) turned into a FormatError naming the file: the last line of defence
+    behind the loaders' own checks."""
+    try:
+        return fn(*args, **options)
+    except TensorloopError as exc:
+        if label in str(exc) or len(exc.args) != 1:
+            raise
+        try:  # a check past the loader (the model's limits, say) names the file too
+            named = type(exc)(f"{label}: {exc}")
+        except Exception:  # a subclass with its own signature stays as it is
+            raise exc from None
+        raise named from None
+    except RecursionError:
+        raise FormatError(f"{label}: nested too deeply to read") from None
+    except Exception as exc:  # the point: nothing internal escapes
+        raise FormatError(f"{label}: cannot read this model ({type(exc).__name__}: {exc})") from exc
 
 
 def save(model: Model, path: str | os.PathLike[str], **options: Any) -> None:
@@ -70,7 +90,13 @@ def save(model: Model, path: str | os.PathLike[str], **options: Any) -> None:
 def _load_text(path: str | os.PathLike[str], **options: Any) -> Model:
     from .ir.parser import parse_graph
 
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise ParseError(
+            f"{path}: line {line}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
     try:
         graph = parse_graph(text)
         return Model(graph, **options)

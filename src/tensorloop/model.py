@@ -3,26 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .backends.base import DEFAULT_BACKEND, Backend, Executable, Placement, get_backend
-from .backends.runtime import DEFAULT_MAX_ITERATIONS, RunState, TraceEntry, coerce_inputs
+from .backends.runtime import RunState, TraceEntry, coerce_inputs
 from .builder.tracing import Tensor, requested_name, root_graph
 from .errors import BackendError, GraphError, InputError
 from .ir.graph import Graph, Node, Value, Variable, copy_node
 from .ir.verify import verify
+from .limits import Limits, check_graph
+from .tools.trace import Trace
 
 
 class Outputs(dict[str, Any]):
-    """A run's outputs by name; ``.trace`` holds the traced values, if any were asked for."""
+    """A run's outputs by name; ``.trace`` holds the traced values, if any were asked for: a
+    ``Trace`` per name (``tools/trace.py``), its entries keyed by loop path and iteration."""
 
-    trace: dict[str, list[TraceEntry]]
+    trace: dict[str, Trace]
 
-    def __init__(self, values: Mapping[str, Any], trace: dict[str, list[TraceEntry]]) -> None:
+    def __init__(self, values: Mapping[str, Any], trace: Mapping[str, list[TraceEntry]]) -> None:
         super().__init__(values)
-        self.trace = trace
+        self.trace = {name: Trace(name, entries) for name, entries in trace.items()}
 
 
 class Session:
@@ -43,10 +47,22 @@ class Session:
         *,
         trace: Iterable[str] = (),
         backend: str | Backend | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
     ) -> Outputs:
         """Run once; ``inputs`` by name or in input order. ``trace`` names body values to record
-        at every iteration (``outputs.trace[name]`` lists TraceEntry(iteration, value));
-        ``backend`` overrides the model's."""
+        at every iteration (``outputs.trace[name]`` is a ``Trace``: a list of
+        TraceEntry(iteration, value, loop), ``.stacked(loop)`` an array per loop path);
+        ``backend`` overrides the model's; ``max_iterations`` and ``timeout`` (wall-clock
+        seconds) override the model's ``Limits`` for this run: a loop still going when either
+        runs out stops with ``LoopLimitError`` or ``RunTimeoutError``."""
+        limits = self.model.limits
+        if max_iterations is not None or timeout is not None:
+            limits = replace(
+                limits,
+                max_iterations=limits.max_iterations if max_iterations is None else max_iterations,
+                timeout=limits.timeout if timeout is None else timeout,
+            )
         graph = self.model.graph
         names = list(trace)
         if names:
@@ -61,8 +77,10 @@ class Session:
         args = coerce_inputs(graph, inputs, where=f"model '{graph.name}'")
         state = RunState(
             variables=self.state,
-            max_iterations=self.model.max_iterations,
+            max_iterations=limits.max_iterations,
             trace_names=frozenset(names),
+            limits=limits,
+            timeout=limits.timeout,
         )
         results = self.model.prepared(backend).run(args, state)
         return Outputs(dict(zip(self.model.output_names, results, strict=True)), state.trace)
@@ -98,15 +116,34 @@ class Model:
         inputs: Sequence[Tensor] | None = None,
         *,
         name: str = "model",
-        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        max_iterations: int | None = None,
         backend: str | Backend = DEFAULT_BACKEND,
+        limits: Limits | None = None,
     ) -> None:
+        """``limits`` bound what the model and each run may take (``Limits()``'s defaults
+        unless given); ``max_iterations`` is short for ``limits=Limits(max_iterations=...)``."""
+        if limits is None:
+            limits = Limits()
+        elif not isinstance(limits, Limits):
+            raise GraphError(f"limits must be a tensorloop.Limits, got {type(limits).__name__}")
+        if max_iterations is not None:
+            limits = replace(limits, max_iterations=max_iterations)
+        self.limits = limits
         self.graph = outputs if isinstance(outputs, Graph) else _extract(outputs, inputs, name)
-        self.max_iterations = max_iterations
         self.backend = get_backend(backend)
+        check_graph(self.graph, limits, f"model '{self.graph.name}'")
         verify(self.graph)
         self._prepared: dict[str, Executable] = {}
         self._session = Session(self)
+
+    @property
+    def max_iterations(self) -> int:
+        """``limits.max_iterations``; setting it replaces ``limits`` with the new value."""
+        return self.limits.max_iterations
+
+    @max_iterations.setter
+    def max_iterations(self, value: int) -> None:
+        self.limits = replace(self.limits, max_iterations=value)
 
     def prepared(self, backend: str | Backend | None = None) -> Executable:
         """The graph prepared by ``backend`` (the model's own by default), once per backend."""
@@ -144,10 +181,16 @@ class Model:
         *,
         trace: Iterable[str] = (),
         backend: str | Backend | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
     ) -> Outputs:
         """Run in the model's default session (persistent tensors carry over between runs);
-        ``backend`` (a name such as ``"reference"``) overrides the model's for this run."""
-        return self._session.run(inputs, trace=trace, backend=backend)
+        ``backend`` (a name such as ``"reference"``) overrides the model's for this run, and
+        ``max_iterations`` and ``timeout`` (seconds) the model's ``limits`` (see
+        ``Session.run``)."""
+        return self._session.run(
+            inputs, trace=trace, backend=backend, max_iterations=max_iterations, timeout=timeout
+        )
 
     def compile(
         self, inputs: Mapping[str, Any] | Sequence[Any], *, backend: str | Backend | None = None

@@ -287,9 +287,9 @@ def grows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     original = support.stack_grow
 
-    def counted(buffer: np.ndarray) -> np.ndarray:
+    def counted(state: RunState, buffer: np.ndarray, where: str) -> np.ndarray:
         seen.append(len(buffer))
-        return original(buffer)
+        return original(state, buffer, where)
 
     monkeypatch.setattr(support, "stack_grow", counted)
     return seen

@@ -4,6 +4,7 @@ results kept (reference before and after), and the OpenVINO IR written runs as o
 from __future__ import annotations
 
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from onnx import TensorProto, helper
 
 import tensorloop as tl
 from tensorloop.errors import FormatError
+from tensorloop.ir.parser import parse_graph
+from tensorloop.ir.printer import print_graph
+from tensorloop.ir.verify import verify
 from tensorloop.passes import lower_sequences
 from tensorloop.tensor.types import SequenceType
 
@@ -265,3 +269,51 @@ def test_torch_greedy_decoder_converts(max_len: int, batch: int, tmp_path: Path)
     h = np.random.default_rng(batch).standard_normal((batch, 4)).astype(np.float32) * 2
     feeds = {"h": h, "max_len": np.array(max_len, np.int64)}
     _check(model, feeds, tmp_path)
+
+
+APPENDING = textwrap.dedent(
+    """\
+    graph @appending(%x: f32[2], %n: i64[], %stop: i64[]) {
+      %true = Constant() {value = dense<bool[]>[true]} : bool[]
+      %s0 = SequenceEmpty() {dtype = f32} : seq<f32[*]>
+      %s_final = Loop(max_trip_count=%n, initial_condition=%true, carried=[%s0], invariants=[%stop, %x]) {body = graph @body(%i: i64[], %s: seq<f32[*]>, %stop: i64[], %x: f32[2]) {
+        %one = Constant() {value = dense<i64[]>[1]} : i64[]
+        %i1 = Add(%i, %one) : i64[]
+        %go = Less(%i1, %stop) : bool[]
+        %fi = Cast(%i) {to = f32} : f32[]
+        %y = Add(%x, %fi) : f32[2]
+        %s_next = SequenceInsert(%s, %y) : seq<f32[*]>
+        return %go, %s_next
+      }, sliced = [], stacked = []} : seq<f32[*]>
+      %out0 = ConcatFromSequence(%s_final) {axis = 0, new_axis = 1} : f32[*]
+      %out1 = SequenceLength(%s_final) : i64[]
+      return %out0, %out1
+    }"""  # noqa: E501
+)
+
+
+def test_lower_sequences_golden_appending_loop() -> None:
+    g = parse_graph(APPENDING)
+    assert lower_sequences(g).changed
+    # The appended value becomes a stacked output; stacking it on a new axis 0 is that output,
+    # and the sequence's length is the stacked axis's.
+    assert print_graph(g) == textwrap.dedent(
+        """\
+        graph @appending(%x: f32[2], %n: i64[], %stop: i64[]) {
+          %true = Constant() {value = dense<bool[]>[true]} : bool[]
+          %out0 = Loop(max_trip_count=%n, initial_condition=%true, invariants=[%stop, %x]) {body = graph @body(%i: i64[], %stop: i64[], %x: f32[2]) {
+            %one = Constant() {value = dense<i64[]>[1]} : i64[]
+            %i1 = Add(%i, %one) : i64[]
+            %go = Less(%i1, %stop) : bool[]
+            %fi = Cast(%i) {to = f32} : f32[]
+            %y = Add(%x, %fi) : f32[2]
+            return %go, %y
+          }, sliced = [], stacked = [Stacked(axis=0, reverse=false)]} : f32[?,2]
+          %2 = Shape(%out0) : i64[2]
+          %3 = Constant() {value = dense<i64[]>[0]} : i64[]
+          %out1 = Gather(%2, %3) {axis = 0} : i64[]
+          return %out0, %out1
+        }"""  # noqa: E501
+    )
+    verify(g)
+    assert not lower_sequences(g).changed

@@ -2,7 +2,9 @@
 backend (planned in milliseconds); once its runs there have taken ``PROMOTE_AFTER_SECONDS`` in
 all, XLA compiles the model for that signature in a background thread, and runs move to the
 XLA program when it is ready. A model that runs briefly never pays for XLA; a model that runs
-long pays once. Without JAX installed, everything stays on the compiled backend."""
+long pays once. Without JAX installed, everything stays on the compiled backend. A run with a
+timeout stays on the compiled backend, which checks the deadline every loop iteration, unless
+the XLA plan holds no loop XLA cannot interrupt (``JaxExecutable.interruptible``)."""
 
 from __future__ import annotations
 
@@ -65,7 +67,10 @@ class AutoExecutable:
         if state.trace_names:
             return self.compiled.run(args, state)
         tier = self.tier(args)
-        if tier.where == XLA:
+        # With a deadline, only a plan whose XLA islands can be stopped in time runs on XLA.
+        if tier.where == XLA and (
+            state.deadline is None or self._jax_executable().interruptible(args)
+        ):
             return self._jax_executable().run(args, state)  # type: ignore[no-any-return]
         started = time.perf_counter()
         results = self.compiled.run(args, state)

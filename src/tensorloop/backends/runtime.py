@@ -1,8 +1,9 @@
 """What every backend shares at run time: input coercion, run state (persistent variables, the
-iteration limit, the trace being collected) and the run-time form of each type."""
+limits and deadline, the trace being collected) and the run-time form of each type."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -10,35 +11,85 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, InputError, LoopLimitError
-from ..ir.graph import Graph
+from ..errors import GraphError, InputError, LoopLimitError, RunTimeoutError
+from ..ir.graph import Graph, Node
+from ..limits import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_shape,
+    stacked_limit_error,
+)
+from ..limits import (
+    DEFAULT_MAX_ITERATIONS as DEFAULT_MAX_ITERATIONS,
+)
+from ..tensor.dtypes import DType
 from ..tensor.types import OptionalType, SequenceType, TensorType, Type
 
-DEFAULT_MAX_ITERATIONS = 1_000_000
+LOOP_SEPARATOR = " > "
+"""Joins the labels of a loop path in its text form (ONNX node names hold ``/`` already)."""
 
 
 @dataclass(frozen=True)
 class TraceEntry:
-    """One recorded value: ``iteration`` holds the loop counters from outermost to innermost."""
+    """One recorded value: ``iteration`` holds the loop counters from outermost to innermost,
+    ``loop`` the labels of those loops (``loop_label``), one per counter."""
 
     iteration: tuple[int, ...]
     value: Any
+    loop: tuple[str, ...] = ()
+
+    @property
+    def loop_path(self) -> str:
+        """``loop`` as text: its labels joined by ``" > "`` (empty outside every loop)."""
+        return LOOP_SEPARATOR.join(self.loop)
+
+
+def loop_label(node: Node) -> str:
+    """The label of Loop ``node`` in trace paths, unique among the loops of its graph: the
+    node's name; where loops of the graph share that name (a bidirectional RNN's two
+    directions), its body's name; where that is shared too (or both are empty), the name
+    followed by ``#k``, the loop's position among the graph's loops of that name."""
+    loops = [n for n in node.graph.nodes if n.op == "Loop"] if node.graph is not None else [node]
+    if node.name and [n.name for n in loops].count(node.name) == 1:
+        return node.name
+    body = _body_name(node)
+    if body and [_body_name(n) for n in loops].count(body) == 1:
+        return body
+    same = [n for n in loops if n.name == node.name]
+    return f"{node.name or 'Loop'}#{same.index(node) if node in same else 0}"
+
+
+def _body_name(node: Node) -> str:
+    body = node.attrs.get("body")
+    return body.name if isinstance(body, Graph) else ""
 
 
 @dataclass
 class RunState:
     """The mutable state of one run, whatever backend runs it: persistent variables (updated in
-    place by Assign), the iteration limit, the values being traced and the current loop path."""
+    place by Assign), the limits (the iteration limit, the ``deadline`` on ``time.monotonic()``,
+    the bytes stacked so far), the values being traced and the current loop path: ``path``
+    the counters of the loops running now, ``loops`` their labels (``loop_label``)."""
 
     variables: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     trace_names: frozenset[str] = frozenset()
     trace: dict[str, list[TraceEntry]] = field(default_factory=dict)
     path: tuple[int, ...] = ()
+    loops: tuple[str, ...] = ()
+    limits: Limits = DEFAULT_LIMITS
+    timeout: float | None = None
+    deadline: float | None = None
+    stacked_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.max_iterations < 0:
             raise GraphError(f"max_iterations must be >= 0, got {self.max_iterations}")
+        if self.timeout is not None:
+            if not self.timeout > 0:
+                raise GraphError(f"timeout must be seconds > 0 or None, got {self.timeout}")
+            if self.deadline is None:
+                self.deadline = time.monotonic() + self.timeout
 
     def start(self, graph: Graph) -> None:
         """Give every variable of ``graph`` that has no value yet its initial value."""
@@ -51,19 +102,56 @@ class RunState:
     def record(self, name: str, value: Any) -> None:
         """Keep ``value`` if ``name`` is traced, tagged with the current loop path."""
         if name in self.trace_names:
-            self.trace.setdefault(name, []).append(TraceEntry(self.path, value))
+            self.trace.setdefault(name, []).append(TraceEntry(self.path, value, self.loops))
+
+    @contextmanager
+    def inside(self, label: str) -> Iterator[None]:
+        """Run a loop labelled ``label``: traced values in its iterations carry the label."""
+        outer = self.loops
+        self.loops = (*outer, label)
+        try:
+            yield
+        finally:
+            self.loops = outer
 
     @contextmanager
     def iteration(self, i: int, where: str) -> Iterator[None]:
-        """Run one loop iteration: checks the limit, and tags traced values with ``i``."""
+        """Run one loop iteration: checks the limit and the deadline, and tags traced values
+        with ``i``."""
         if i >= self.max_iterations:
             raise loop_limit_error(where, self.max_iterations)
+        if self.deadline is not None:
+            self.check_deadline(where)
         outer = self.path
         self.path = (*outer, i)
         try:
             yield
         finally:
             self.path = outer
+
+    def check_deadline(self, where: str) -> None:
+        """Stop the run with ``RunTimeoutError`` if its deadline has passed."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise timeout_error(where, self.timeout)
+
+    def check_tensor(self, shape: Sequence[int], dtype: DType | None, where: str) -> None:
+        """Refuse a tensor of ``shape`` about to be allocated ``where`` beyond the limits."""
+        check_shape(shape, dtype, where, self.limits)
+
+    def add_stacked(self, size: int, where: str) -> None:
+        """Count ``size`` more bytes of stacked loop outputs against ``max_stacked_bytes``."""
+        total = self.stacked_bytes + size
+        if total > self.limits.max_stacked_bytes:
+            raise stacked_limit_error(where, total, self.limits)
+        self.stacked_bytes = total
+
+
+def timeout_error(where: str, timeout: float | None) -> RunTimeoutError:
+    """The error of a run stopped ``where`` by its deadline, whatever backend ran it."""
+    return RunTimeoutError(
+        f"{where}: the run was still going when its timeout of {timeout} s ran out "
+        "(timeout); raise the timeout if the model is meant to run longer"
+    )
 
 
 def loop_limit_error(where: str, limit: int) -> LoopLimitError:

@@ -96,6 +96,9 @@ def parse_graph(text: str) -> Graph:
     return _Parser(text).top()
 
 
+MAX_NESTING = 96
+"""How deep attribute values (lists, records, bodies) may nest; a body inside a body inside ...
+a hundred deep is no model, and Python's own recursion limit is not far beyond."""
 T = TypeVar("T")
 Scope = dict[str, tuple[Value, Token]]  # a graph's values so far, with where each was defined
 
@@ -111,6 +114,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = tokenize(text)
         self.pos = 0
+        self.depth = 0
 
     # -- token helpers -------------------------------------------------------------------------
     def peek(self, ahead: int = 0) -> Token:
@@ -328,7 +332,13 @@ class _Parser:
         tok = self.expect_kind("ident", "a type")
         if tok.text in ("seq", "opt"):
             self.expect("<")
-            element = self.type()
+            if self.depth >= MAX_NESTING:
+                self.fail(f"at most {MAX_NESTING} nested types", found="deeper nesting")
+            self.depth += 1
+            try:
+                element = self.type()
+            finally:
+                self.depth -= 1
             self.expect(">")
             return SequenceType(element) if tok.text == "seq" else OptionalType(element)
         dt = _DTYPES.get(tok.text)
@@ -352,6 +362,17 @@ class _Parser:
 
     # -- attribute literals ------------------------------------------------------------------
     def literal(self, outer: AbstractSet[str] = frozenset()) -> Any:
+        """An attribute value; nested values (lists, records, graphs) count towards MAX_NESTING,
+        so that a hostile file meets a ParseError rather than Python's recursion limit."""
+        if self.depth >= MAX_NESTING:
+            self.fail(f"at most {MAX_NESTING} nested attribute values", found="deeper nesting")
+        self.depth += 1
+        try:
+            return self._literal(outer)
+        finally:
+            self.depth -= 1
+
+    def _literal(self, outer: AbstractSet[str]) -> Any:
         tok = self.peek()
         if tok.kind == "string":
             return self.next().text

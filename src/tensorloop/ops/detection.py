@@ -1,12 +1,14 @@
-"""Detection ops: position-sensitive RoI pooling (plain and deformable) and rotated RoI align.
+"""Detection ops: position-sensitive RoI pooling (plain and deformable), rotated RoI align,
+Proposal, DetectionOutput, GenerateProposals and multi-class NMS.
 
 Each is an op of its own: their bins cover data-dependent cell ranges or take data-dependent
 sample counts, and read a different channel per bin, which no fixed composition of Gather,
-RoiAlign or GridSample reproduces."""
+RoiAlign or GridSample reproduces; the NMS ops select a data-dependent number of rows."""
 
 from __future__ import annotations
 
 from ..ir.opdef import AttrSpec, InferContext, op
+from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, Dim, TensorType, Type
 from .common import expect
 from .indexing import choice
@@ -217,3 +219,313 @@ def _proposal(ctx: InferContext) -> list[Type]:
     n = probs.shape[0] if probs.shape is not None else UNKNOWN
     rows: Dim = n * ctx.attr("post_nms_topn") if isinstance(n, int) else UNKNOWN
     return [probs.with_shape([rows, 5]), probs.with_shape([rows])]
+
+
+MULTICLASS_NMS_SORTS = ("none", "class", "score")
+
+
+@op(
+    "MulticlassNms",
+    inputs=(2, 3),
+    attrs={
+        "sort_result": AttrSpec(str, "none"),
+        "sort_across_batch": AttrSpec(int, 0),
+        "iou_threshold": AttrSpec(float, 0.0),
+        "score_threshold": AttrSpec(float, 0.0),
+        "nms_top_k": AttrSpec(int, -1),
+        "keep_top_k": AttrSpec(int, -1),
+        "background_class": AttrSpec(int, -1),
+        "nms_eta": AttrSpec(float, 1.0),
+        "normalized": AttrSpec(int, 1),
+    },
+)
+def _multiclass_nms(ctx: InferContext) -> list[Type]:
+    """Multi-class NMS (OpenVINO's MulticlassNms, PaddlePaddle's multiclass_nms3), in f32::
+
+        for batch b, class c != background_class:
+            live = boxes scoring >= score_threshold, by score then index; the first nms_top_k
+            threshold = iou_threshold
+            while live:
+                k = the first of live; keep k
+                if nms_eta < 1 and threshold > 0.5: threshold *= nms_eta
+                drop from live every box whose IoU with k > threshold
+            per b: kept rows by score (then class, box), the first keep_top_k
+        rows by batch, then: sort_result "class" by class, score, box; "score" or "none" as
+        they are; with sort_across_batch=1 "score" sorts by score, batch, class, box and
+        "class" by class, batch, score, box
+
+    ``boxes`` [B, N, 4] rows of (x1, y1, x2, y2) with ``scores`` [B, C, N]; or boxes of each
+    class [C, N, 4] with ``scores`` [C, N] and ``roisnum`` [B], the boxes of batch b being the
+    next roisnum[b] along N. Boxes are taken as given (not reordered); a box of area <= 0 meets
+    none; unless normalized, sides are one longer. A -1 for nms_top_k or keep_top_k keeps all.
+    Outputs: rows (class, score, x1, y1, x2, y2) [S, 6] in the boxes' type; each row's box
+    index i64 [S, 1] (b·N + n, or with roisnum (offset of b + n)·C + c); rows per batch i64
+    [B]."""
+    choice(ctx, "sort_result", MULTICLASS_NMS_SORTS)
+    for key in ("sort_across_batch", "normalized"):
+        if ctx.attr(key) not in (0, 1):
+            raise ctx.error(f"{key} must be 0 or 1, got {ctx.attr(key)}")
+    boxes = expect(ctx, 0, "float", rank=3)
+    ctx.same_dtype(0, 1)
+    shared = not ctx.has(2)
+    scores = expect(ctx, 1, "float", rank=3 if shared else 2)
+    if boxes.shape is not None and isinstance(boxes.shape[2], int) and boxes.shape[2] != 4:
+        raise ctx.error(f"boxes must be [.., boxes, 4], got {boxes}")
+    pairs = ((0, 0), (1, 2)) if shared else ((0, 0), (1, 1))
+    if boxes.shape is not None and scores.shape is not None:
+        for i, j in pairs:
+            a, b = boxes.shape[i], scores.shape[j]
+            if isinstance(a, int) and isinstance(b, int) and a != b:
+                raise ctx.error(f"boxes {boxes} and scores {scores} disagree")
+    batches: Dim = UNKNOWN
+    if shared and boxes.shape is not None:
+        batches = boxes.shape[0]
+    elif not shared:
+        rois = expect(ctx, 2, "int", rank=1)
+        batches = rois.shape[0] if rois.shape is not None else UNKNOWN
+    return [
+        boxes.with_shape([UNKNOWN, 6]),
+        TensorType(DType.int64, [UNKNOWN, 1]),
+        TensorType(DType.int64, [batches]),
+    ]
+
+
+DETECTION_CODE_TYPES = ("corner", "center_size")
+
+
+def _flag(ctx: InferContext, *keys: str) -> None:
+    for key in keys:
+        if ctx.attr(key) not in (0, 1):
+            raise ctx.error(f"{key} must be 0 or 1, got {ctx.attr(key)}")
+
+
+@op(
+    "DetectionOutput",
+    inputs=(3, 5),
+    attrs={
+        "background_label_id": AttrSpec(int, 0),
+        "top_k": AttrSpec(int, -1),
+        "variance_encoded_in_target": AttrSpec(int, 0),
+        "keep_top_k": AttrSpec(int, -1),
+        "code_type": AttrSpec(str, "corner"),
+        "share_location": AttrSpec(int, 1),
+        "nms_threshold": AttrSpec(float),
+        "confidence_threshold": AttrSpec(float, 0.0),
+        "clip_after_nms": AttrSpec(int, 0),
+        "clip_before_nms": AttrSpec(int, 0),
+        "decrease_label_id": AttrSpec(int, 0),
+        "normalized": AttrSpec(int, 0),
+        "input_height": AttrSpec(int, 1),
+        "input_width": AttrSpec(int, 1),
+        "objectness_score": AttrSpec(float, 0.0),
+    },
+)
+def _detection_output(ctx: InferContext) -> list[Type]:
+    """SSD's detection output (OpenVINO's DetectionOutput, as its CPU plugin computes it):
+    ``box_logits`` [N, P·L·4] (L = 1 with share_location, else C), ``class_preds`` [N, P·C],
+    ``priors`` [1 or N, 1 or 2, P·S] (S = 4, or 5 unless normalized: a leading batch, -1 ending
+    the list of priors; the second row the variances, read 4 a prior, absent when
+    variance_encoded_in_target) and optionally ``arm_conf`` [N, P·2] and ``arm_loc`` (as
+    box_logits) give [1, 1, R, 7] rows of (image, class, score, x1, y1, x2, y2). Priors (divided
+    by input_width / input_height unless normalized) are moved by the logits, as corners (prior
+    + variance·logit) or centre and size (centre + variance·logit·size, size·exp(variance·logit))
+    and clipped to [0, 1] with clip_before_nms; with the ARM inputs the priors are first moved by
+    arm_loc, and a prior whose arm_conf[p, 1] is under objectness_score scores 1 for the
+    background class and 0 for the others. Per class but background, the priors scoring above
+    confidence_threshold, best first (then by index), cut to top_k, go through greedy NMS (a box
+    dies when its IoU with a kept one exceeds nms_threshold). With decrease_label_id (MXNet;
+    background 0) each prior instead competes only in its best class scoring at least the
+    threshold, cut to top_k per image, and classes print as class - 1. Above keep_top_k
+    detections an image keeps its keep_top_k best (score, then prior). Rows run image by image,
+    class by class, best first (boxes clipped to [0, 1] with clip_after_nms); R is N·keep_top_k,
+    else N·top_k·C, else N·P·C; the row after the last has image -1, and the rest are 0."""
+    choice(ctx, "code_type", DETECTION_CODE_TYPES)
+    _flag(
+        ctx,
+        "variance_encoded_in_target",
+        "share_location",
+        "clip_after_nms",
+        "clip_before_nms",
+        "decrease_label_id",
+        "normalized",
+    )
+    if ctx.attr("decrease_label_id") and ctx.attr("background_label_id") != 0:
+        raise ctx.error("decrease_label_id needs background_label_id 0")
+    if ctx.attr("input_height") < 1 or ctx.attr("input_width") < 1:
+        raise ctx.error("input_height and input_width must be at least 1")
+    loc, conf, priors = (expect(ctx, i, "float", rank=r) for i, r in ((0, 2), (1, 2), (2, 3)))
+    for i in range(1, 5):
+        if ctx.has(i):
+            ctx.same_dtype(0, i)
+    if ctx.has(3) != ctx.has(4):
+        raise ctx.error("arm_conf and arm_loc come together")
+    size = 4 if ctx.attr("normalized") else 5
+    dims = [
+        d if isinstance(d, int) else None
+        for d in (
+            *(loc.shape or [UNKNOWN] * 2),
+            *(conf.shape or [UNKNOWN] * 2),
+            (priors.shape or [UNKNOWN] * 3)[2],
+        )
+    ]
+    n, locs, _, confs, width = dims
+    if width is None or confs is None:
+        return [conf.with_shape([1, 1, UNKNOWN, 7])]
+    priors_count = width // size
+    if width % size or priors_count == 0 or confs % priors_count:
+        raise ctx.error(
+            f"priors {priors} must hold P boxes of {size} values and class_preds {conf} P·C scores"
+        )
+    classes = confs // priors_count
+    per_loc = 4 * priors_count * (1 if ctx.attr("share_location") else classes)
+    if locs is not None and locs != per_loc:
+        raise ctx.error(f"box_logits {loc} must hold {per_loc} values an image")
+    keep, top = ctx.attr("keep_top_k"), ctx.attr("top_k")
+    per_image = keep if keep > 0 else top * classes if top > 0 else priors_count * classes
+    rows: Dim = per_image * n if n is not None else UNKNOWN
+    return [conf.with_shape([1, 1, rows, 7])]
+
+
+@op(
+    "GenerateProposals",
+    inputs=4,
+    attrs={
+        "min_size": AttrSpec(float),
+        "nms_threshold": AttrSpec(float),
+        "pre_nms_count": AttrSpec(int),
+        "post_nms_count": AttrSpec(int),
+        "normalized": AttrSpec(int, 1),
+        "nms_eta": AttrSpec(float, 1.0),
+    },
+)
+def _generate_proposals(ctx: InferContext) -> list[Type]:
+    """Region proposals of each image (OpenVINO's GenerateProposals): ``im_info`` [N, 3 or 4]
+    (height, width, scale_h[, scale_w]), ``anchors`` [H, W, A, 4] (x1, y1, x2, y2),
+    ``deltas`` [N, 4A, H, W] (dx, dy, log dw, log dh) and ``scores`` [N, A, H, W] give ``rois``
+    [R, 4], their ``scores`` [R] and each image's count i64 [N]. Each anchor (sizes counted as
+    x2 - x1 + offset, offset 0 if normalized else 1) moves its centre by d·size and scales its
+    size by exp(min(d, log(1000 / 16))), and is clipped to the image less the offset; the
+    pre_nms_count best by score stay, those narrower or lower than min_size·scale drop, and
+    greedy NMS keeps a box unless its IoU with a kept one exceeds the threshold, which starts at
+    nms_threshold and, while above 0.5 with nms_eta < 1, is multiplied by nms_eta after each box
+    kept; at most post_nms_count a image, best first, images one after another."""
+    _flag(ctx, "normalized")
+    for key in ("pre_nms_count", "post_nms_count"):
+        if ctx.attr(key) < 0:
+            raise ctx.error(f"{key} must not be negative, got {ctx.attr(key)}")
+    if not 0 <= ctx.attr("nms_eta") <= 1:
+        raise ctx.error(f"nms_eta must lie in [0, 1], got {ctx.attr('nms_eta')}")
+    info = expect(ctx, 0, "float", rank=2)
+    expect(ctx, 1, "float", rank=4)
+    expect(ctx, 2, "float", rank=4)
+    scores = expect(ctx, 3, "float", rank=4)
+    for i in (1, 2, 3):
+        ctx.same_dtype(0, i)
+    width = info.shape[1] if info.shape is not None else UNKNOWN
+    if isinstance(width, int) and width not in (3, 4):
+        raise ctx.error(f"im_info {info} must be [N, 3] or [N, 4]")
+    n = scores.shape[0] if scores.shape is not None else UNKNOWN
+    return [
+        info.with_shape([UNKNOWN, 4]),
+        info.with_shape([UNKNOWN]),
+        TensorType(DType.int64, [n]),
+    ]
+
+
+MATRIX_NMS_DECAYS = ("linear", "gaussian")
+
+
+@op(
+    "MatrixNms",
+    inputs=2,
+    attrs={
+        "sort_result": AttrSpec(str, "none"),
+        "sort_across_batch": AttrSpec(int, 0),
+        "score_threshold": AttrSpec(float, 0.0),
+        "nms_top_k": AttrSpec(int, -1),
+        "keep_top_k": AttrSpec(int, -1),
+        "background_class": AttrSpec(int, -1),
+        "decay_function": AttrSpec(str, "linear"),
+        "gaussian_sigma": AttrSpec(float, 2.0),
+        "post_threshold": AttrSpec(float, 0.0),
+        "normalized": AttrSpec(int, 1),
+    },
+)
+def _matrix_nms(ctx: InferContext) -> list[Type]:
+    """Matrix NMS (Wang et al., SOLOv2; OpenVINO's MatrixNms, PaddlePaddle's matrix_nms), in
+    f32: scores decay by their overlaps instead of boxes being dropped::
+
+        for batch b, class c != background_class:
+            live = boxes scoring > score_threshold, by score then index; the first nms_top_k
+            iou[i, j] = IoU of live i and j (i < j); most[j] = max over i < j of iou[i, j]
+            decay[j] = min over i < j of (1 - iou[i, j]) / (1 - most[i] + 1e-10) (linear)
+                       or exp((most[i]² - iou[i, j]²) · gaussian_sigma) (gaussian); 1 for j = 0
+            keep j with score[j] · decay[j] > post_threshold, scored so
+            per b: kept rows by decayed score (then class, box), the first keep_top_k
+        rows by batch, then sorted as MulticlassNms sorts them
+
+    ``boxes`` [B, N, 4] rows of (x1, y1, x2, y2) with ``scores`` [B, C, N]. A box with x2 < x1
+    or y2 < y1 has area 0; boxes that do not meet have IoU 0; unless normalized, sides are one
+    longer. Outputs as MulticlassNms's: rows (class, decayed score, x1, y1, x2, y2) [S, 6],
+    box indices b·N + n i64 [S, 1], rows per batch i64 [B]."""
+    choice(ctx, "sort_result", MULTICLASS_NMS_SORTS)
+    choice(ctx, "decay_function", MATRIX_NMS_DECAYS)
+    for key in ("sort_across_batch", "normalized"):
+        if ctx.attr(key) not in (0, 1):
+            raise ctx.error(f"{key} must be 0 or 1, got {ctx.attr(key)}")
+    boxes = expect(ctx, 0, "float", rank=3)
+    ctx.same_dtype(0, 1)
+    scores = expect(ctx, 1, "float", rank=3)
+    if boxes.shape is not None and isinstance(boxes.shape[2], int) and boxes.shape[2] != 4:
+        raise ctx.error(f"boxes must be [batches, boxes, 4], got {boxes}")
+    if boxes.shape is not None and scores.shape is not None:
+        for i, j in ((0, 0), (1, 2)):
+            a, b = boxes.shape[i], scores.shape[j]
+            if isinstance(a, int) and isinstance(b, int) and a != b:
+                raise ctx.error(f"boxes {boxes} and scores {scores} disagree")
+    batches = boxes.shape[0] if boxes.shape is not None else UNKNOWN
+    return [
+        boxes.with_shape([UNKNOWN, 6]),
+        TensorType(DType.int64, [UNKNOWN, 1]),
+        TensorType(DType.int64, [batches]),
+    ]
+
+
+@op(
+    "NmsRotated",
+    inputs=5,
+    attrs={"sort_by_score": AttrSpec(int, 1), "clockwise": AttrSpec(int, 1)},
+)
+def _nms_rotated(ctx: InferContext) -> list[Type]:
+    """Greedy NMS of rotated boxes (OpenVINO's NMSRotated), per batch and class::
+
+        for batch, cls:                        # none at all if max_output_boxes_per_class <= 0
+            live = boxes whose score > score_threshold, by score then index
+            while live and fewer than max_output_boxes_per_class kept:
+                b = the first of live; keep b
+                drop from live every box whose rotated IoU with b > iou_threshold
+        rows (batch, class, box) in that order, or by descending score (then batch, class,
+        box) with sort_by_score=1
+
+    ``boxes`` [B, N, 5] are (x_center, y_center, width, height, angle in radians), turned
+    clockwise (clockwise=1: corner offset (dx, dy) goes to (dx·cos - dy·sin, dx·sin +
+    dy·cos)) or counterclockwise (the angle negated); ``scores`` [B, C, N]; the other inputs
+    are one-element tensors. The rotated IoU is the area of the two boxes' intersection
+    polygon over the sum of their areas (width·height) less it; 0 if either area is 0.
+    Outputs as NonMaxSuppression's: indices i64 [S, 3], (batch, class, score) [S, 3] in the
+    scores' type, the count i64 [1]."""
+    boxes = expect(ctx, 0, "float", rank=3)
+    scores = expect(ctx, 1, "float", rank=3)
+    expect(ctx, 2, "int")
+    for i in (3, 4):
+        expect(ctx, i, "float")
+    for key in ("sort_by_score", "clockwise"):
+        if ctx.attr(key) not in (0, 1):
+            raise ctx.error(f"{key} must be 0 or 1, got {ctx.attr(key)}")
+    if boxes.shape is not None and isinstance(boxes.shape[2], int) and boxes.shape[2] != 5:
+        raise ctx.error(f"boxes must be [batches, boxes, 5], got {boxes}")
+    return [
+        TensorType(DType.int64, [UNKNOWN, 3]),
+        scores.with_shape([UNKNOWN, 3]),
+        TensorType(DType.int64, [1]),
+    ]

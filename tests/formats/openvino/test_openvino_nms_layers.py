@@ -332,3 +332,67 @@ def test_no_boxes_asked_for(version: int, tmp_path: Path) -> None:
     path = save_ir(list(node.outputs()), params, tmp_path)
     selected, picked, count = tl.load(path).run({"x0": TIE_BOXES, "x1": TIE_SCORES}).values()
     assert selected.shape == picked.shape == (0, 3) and count.tolist() == [0]
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rois", [False, True])
+def test_writer_multiclass_nms(dtype: Any, rois: bool, tmp_path: Path) -> None:
+    """The core "MulticlassNms" written as MulticlassNms-9 (an f64 graph converted to f32 around
+    it), with shared boxes or per-class boxes and roisnum; more in
+    test_openvino_multiclass_nms_layers.py."""
+    boxes = RNG.uniform(0, 0.5, (2, 8, 4)).astype(np.float32)
+    boxes[..., 2:] += boxes[..., :2]
+    scores = _scores(2, 3, 8)[:, :, :] if not rois else _scores(1, 2, 8)[0]
+    feeds = {"boxes": boxes.astype(dtype), "scores": scores.astype(dtype)}
+    args = [tl.placeholder(dtype, a.shape, name=k) for k, a in feeds.items()]
+    if rois:
+        feeds["roisnum"] = np.array([3, 5], np.int32)
+        args.append(tl.placeholder(np.int32, (2,), name="roisnum"))
+    attrs = {"iou_threshold": 0.3, "sort_result": "class", "keep_top_k": 5, "background_class": 0}
+    outs = emit_node("MulticlassNms", args, attrs)
+    model = tl.Model(dict(zip(("rows", "indices", "counts"), outs, strict=True)))
+    written_runs_alike(model, feeds, tmp_path)
+
+
+def test_onnx_writer_refuses_multiclass_nms(tmp_path: Path) -> None:
+    params = _tie_params()
+    node = opset9.multiclass_nms(*params, iou_threshold=0.5)
+    path = save_ir(list(node.outputs()), params, tmp_path)
+    with pytest.raises(tl.FormatError, match="MulticlassNms"):
+        tl.save(tl.load(path), tmp_path / "m.onnx")
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("decay", ["linear", "gaussian"])
+def test_writer_matrix_nms(decay: str, tmp_path: Path) -> None:
+    """The core "MatrixNms" written as MatrixNms-8 (test_openvino_multiclass_nms_layers.py has
+    the layer read)."""
+    boxes = RNG.uniform(0, 0.5, (2, 8, 4)).astype(np.float32)
+    boxes[..., 2:] += boxes[..., :2]
+    scores = (RNG.permutation(48).reshape(2, 3, 8) / 48 + 0.01).astype(np.float32)
+    feeds = {"boxes": boxes, "scores": scores}
+    args = [tl.placeholder(np.float32, a.shape, name=k) for k, a in feeds.items()]
+    attrs = {"decay_function": decay, "post_threshold": 0.2, "sort_result": "score"}
+    outs = emit_node("MatrixNms", args, attrs | {"keep_top_k": 7, "sort_across_batch": 1})
+    model = tl.Model(dict(zip(("rows", "indices", "counts"), outs, strict=True)))
+    written_runs_alike(model, feeds, tmp_path)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("clockwise", [0, 1])
+def test_writer_nms_rotated(clockwise: int, tmp_path: Path) -> None:
+    """The core "NmsRotated" written as NMSRotated-13 (test_openvino_multiclass_nms_layers.py
+    has the layer read)."""
+    centre, size = RNG.uniform(0, 6, (2, 9, 2)), RNG.uniform(1, 4, (2, 9, 2))
+    angle = RNG.uniform(-np.pi, np.pi, (2, 9, 1))
+    boxes = np.concatenate([centre, size, angle], -1).astype(np.float32)
+    scores = (RNG.permutation(36).reshape(2, 2, 9) / 36).astype(np.float32)
+    feeds = {"boxes": boxes, "scores": scores}
+    args = [tl.placeholder(np.float32, a.shape, name=k) for k, a in feeds.items()]
+    limit = tl.constant(np.array([3], np.int64))
+    iou, floor = (tl.constant(np.array(v, np.float32)) for v in (0.2, 0.1))
+    attrs = {"clockwise": clockwise, "sort_by_score": 1 - clockwise}
+    outs = emit_node("NmsRotated", [*args, limit, iou, floor], attrs)
+    model = tl.Model(dict(zip(("selected", "picked", "count"), outs, strict=True)))
+    written_runs_alike(model, feeds, tmp_path)

@@ -68,7 +68,9 @@ class Plan:
 
     def __init__(self, graph: Graph, trace: frozenset[str]) -> None:
         self.source, namespace = generate(graph, trace)
-        code = compile(self.source, f"<tensorloop plan of graph '{graph.name}'>", "exec")
+        # The file name is for tracebacks only; a graph's name may hold any character (NUL too).
+        label = graph.name.encode("unicode_escape").decode("ascii")
+        code = compile(self.source, f"<tensorloop plan of graph '{label}'>", "exec")
         exec(code, namespace)  # our own code: names are sanitised, strings are repr()s
         self.run: RunFunction = namespace["run"]
 
@@ -128,6 +130,7 @@ class CompiledExecutable:
         state.start(self.graph)
         plan = self.plan(args, state.trace_names)
         saved = dict(state.variables) if self._stateful else None
+        stacked = state.stacked_bytes
         try:
             return plan.run(args, state)
         except TensorloopError:
@@ -139,6 +142,8 @@ class CompiledExecutable:
                 state.variables.update(saved)
             state.trace.clear()
             state.path = ()
+            state.loops = ()
+            state.stacked_bytes = stacked
             return Interpreter(state=state).run_graph(self.graph, args)
 
 

@@ -9,6 +9,7 @@ stacked results written in place into a buffer sized by the trip bound; an If be
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,9 +20,11 @@ from ...ir.branch import If
 from ...ir.graph import Graph, Node, Value, static_type
 from ...ir.loop import Loop
 from ...ir.opdef import get_opdef
+from ...limits import nbytes
 from ...tensor.types import TensorType
+from ..allocation import predicted
 from ..reference.kernels.control_flow import empty_stacked
-from ..runtime import loop_limit_error
+from ..runtime import loop_label, loop_limit_error, timeout_error
 from . import support
 from .memory import VIEW_OPS, plan_buffers, plan_in_place
 from .ops import Operand, inline, inline_into
@@ -64,7 +67,12 @@ class Generator:
             "np": np,
             "support": support,
             "loop_limit_error": loop_limit_error,
+            "timeout_error": timeout_error,
+            "_monotonic": time.monotonic,
         }
+        self.largest: tuple[int, tuple[int, ...], Any, str] | None = None
+        """The largest static output of an op whose output size comes from data: checked
+        against the run's limits once, when the run starts."""
         self.names: dict[Value, str] = {}
         self.constants: dict[Value, Any] = {}
         self._count = 0
@@ -123,6 +131,8 @@ class Generator:
         args = [self.local(p) for p in graph.inputs]
         with self.src.block("def run(args, state):"):
             self.src.line("_max_iterations = state.max_iterations")
+            self.src.line("_deadline = state.deadline")
+            static_check = len(self.src.lines)
             if self.trace:
                 self.src.line("_record = state.record")
             if args:
@@ -135,7 +145,29 @@ class Generator:
                 self.body(graph)
                 outs = [self.result(v) for v in graph.outputs]
                 self.src.line(f"return [{', '.join(outs)}]")
+            if self.largest is not None:
+                size, shape, dtype, where = self.largest
+                self.src.lines[static_check:static_check] = [
+                    f"    if state.limits.max_tensor_bytes < {size}:",
+                    f"        state.check_tensor({shape!r}, {self.bind(dtype, 'dtype')}, "
+                    f"{self.bind(where, 'where')})",
+                ]
         return self.src.text()
+
+    def guard(self, node: Node) -> None:
+        """Check, before ``node`` runs, that its output (its size read from data) fits the run's
+        limits: once per run when its shape is static here, else each time it runs."""
+        types = [static_type(v) for v in node.outputs[:1]]
+        if types and types[0] is not None:
+            t = types[0]
+            size = nbytes(t.static_shape, t.dtype)
+            if self.largest is None or size > self.largest[0]:
+                where = f"{node.describe()} output #0"
+                self.largest = (size, t.static_shape, t.dtype, where)
+            return
+        check = self.bind(support.guard(node), f"guard_{node.op}")
+        args = ", ".join(self.ref(v) for v in node.inputs)
+        self.src.line(f"{check}(state, ({args}{',' if len(node.inputs) == 1 else ''}))")
 
     def result(self, value: Value) -> str:
         name = self.names[value]
@@ -162,6 +194,8 @@ class Generator:
         if node.op == "If" and self.nesting < MAX_NESTING:
             self.branch(node)
             return
+        if predicted(node.op):
+            self.guard(node)
         attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
         exprs = None
         if not node.subgraphs:
@@ -211,12 +245,19 @@ class Generator:
         args += ["None" if v is None else self.names[v] for v in node.inputs]
         outs = [self.local(o) for o in node.outputs]
         call = f"{fn}({', '.join(args)})"
+        labelled = node.op == "Loop" and bool(self.trace)  # its iterations' values carry it
+        if labelled:
+            outer = self.fresh("loops")
+            self.src.line(f"{outer} = state.loops")
+            self.src.line(f"state.loops = {outer} + ({loop_label(node)!r},)")
         if not outs:
             self.src.line(call)
         elif len(outs) == 1:
             self.src.line(f"{outs[0]} = {call}")
         else:
             self.src.line(f"{', '.join(outs)}, = {call}")
+        if labelled:
+            self.src.line(f"state.loops = {outer}")
         for o in node.outputs:
             self.record(o)
 
@@ -338,11 +379,16 @@ class Generator:
             else:  # the per-iteration shape is known: the buffer exists before the loop
                 rows = n if bounds else "1"
                 dtype = self.bind(t.dtype.numpy, "dtype")
-                src.line(f"{b} = support.stack_alloc({rows}, {t.static_shape!r}, {dtype})")
+                src.line(
+                    f"{b} = support.stack_alloc(state, {rows}, {t.static_shape!r}, {dtype}, "
+                    f"{self.bind(where, 'where')})"
+                )
                 src.line(f"{cap} = len({b})")
         src.line(f"{i} = 0")
         if self.trace:
             src.line(f"path_{k} = state.path")
+            src.line(f"loops_{k} = state.loops")
+            src.line(f"state.loops = loops_{k} + ({loop_label(node)!r},)")
 
         continues = view.continue_condition
         stops = not (continues.constant is not None and bool(np.asarray(continues.constant)))
@@ -360,7 +406,10 @@ class Generator:
         if not self.trace:  # traced values are kept, so none may be overwritten
             self.plan_buffers(body, 1 + view.counts.carried)
         self.nesting += 1
+        where_name = self.bind(where, "where")
         with src.block(f"while {header}:"):
+            with src.block("if _deadline is not None and _monotonic() > _deadline:"):
+                src.line(f"raise timeout_error({where_name}, state.timeout)")
             if not bounds:
                 with src.block(f"if {i} >= _max_iterations:"):
                     self.raise_limit(where)
@@ -389,14 +438,16 @@ class Generator:
                 yv = self.names[y]
                 if t is not None:
                     with src.block(f"if {i} == {cap}:"):
-                        src.line(f"{b} = support.stack_grow({b})")
+                        src.line(f"{b} = support.stack_grow(state, {b}, {where_name})")
                         src.line(f"{cap} = len({b})")
                     src.line(f"{b}[{i}] = {yv}")
                     continue
                 with src.block(f"if {b} is None:"):
-                    src.line(f"{b}, {shape} = support.stack_start({yv}, {first})")
+                    src.line(
+                        f"{b}, {shape} = support.stack_start(state, {yv}, {first}, {where_name})"
+                    )
                 with src.block(f"elif {i} == len({b}):"):
-                    src.line(f"{b} = support.stack_grow({b})")
+                    src.line(f"{b} = support.stack_grow(state, {b}, {where_name})")
                 with src.block(f"if {yv}.shape != {shape}:"):
                     src.line("raise support.Deoptimize")
                 src.line(f"{b}[{i}] = {yv}")
@@ -410,6 +461,7 @@ class Generator:
         self.nesting -= 1
         if self.trace:
             src.line(f"state.path = path_{k}")
+            src.line(f"state.loops = loops_{k}")
         if bounds:
             going = " and ".join([f"{i} < {n}"] + ([] if always else [cond]))
             with src.block(f"if {i} == _max_iterations and {going}:"):

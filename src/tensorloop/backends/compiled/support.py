@@ -3,6 +3,7 @@ generic kernel call and the signal that hands a run back to the reference interp
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 from ...errors import ExecutionError
 from ...ir.graph import Graph, Node
 from ...ir.opdef import get_opdef
+from ..allocation import check_outputs
 from ..reference.interpreter import Interpreter, invoke
 from ..reference.registry import KernelContext, get_kernel
 from ..runtime import RunState
@@ -28,25 +30,57 @@ class Deoptimize(Exception):  # noqa: N818  (a signal, not an error a user sees)
     error) is the one the user gets."""
 
 
-def stack_start(y: Any, bound: int) -> tuple[Array, tuple[int, ...]]:
+def stack_start(state: RunState, y: Any, bound: int, where: str) -> tuple[Array, tuple[int, ...]]:
     """A buffer for a loop's stacked result, shaped after its first per-iteration value."""
     y = np.asarray(y)
-    return stack_alloc(bound, y.shape, y.dtype), y.shape
+    return stack_alloc(state, bound, y.shape, y.dtype, where), y.shape
 
 
-def stack_alloc(bound: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+def stack_alloc(
+    state: RunState, bound: int, shape: tuple[int, ...], dtype: np.dtype[Any], where: str
+) -> Array:
     """A buffer for a stacked result of static per-iteration ``shape``: room for ``bound`` rows
-    (at least one), or for STACK_START_BYTES when the bound is larger."""
-    row = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
-    fits = max(16, STACK_START_BYTES // row)
-    return np.empty((max(1, min(bound, fits)), *shape), dtype)
+    (at least one), or for STACK_START_BYTES when the bound is larger, and never for more than
+    the run's ``max_stacked_bytes`` has left (counted against it)."""
+    row = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    fits = max(16, STACK_START_BYTES // max(row, 1))
+    rows = max(1, min(bound, fits))
+    if row:
+        rows = min(rows, (state.limits.max_stacked_bytes - state.stacked_bytes) // row)
+    state.add_stacked(rows * row, where)
+    return np.empty((rows, *shape), dtype)
 
 
-def stack_grow(buffer: Array) -> Array:
-    """``buffer`` with twice the rows, the filled ones kept."""
-    grown = np.empty((2 * len(buffer), *buffer.shape[1:]), buffer.dtype)
-    grown[: len(buffer)] = buffer
+def stack_grow(state: RunState, buffer: Array, where: str) -> Array:
+    """``buffer`` with twice the rows, the filled ones kept; as many as ``max_stacked_bytes``
+    allows, and ``ResourceLimitError`` when not one more row fits."""
+    n = len(buffer)
+    row = buffer.nbytes // n if n else int(np.prod(buffer.shape[1:])) * buffer.itemsize
+    rows = max(2 * n, 1)
+    if row:
+        rows = min(rows, n + (state.limits.max_stacked_bytes - state.stacked_bytes) // row)
+    if rows == n:
+        state.add_stacked(row, where)  # raises: the next row does not fit
+    state.add_stacked((rows - n) * row, where)
+    grown = np.empty((rows, *buffer.shape[1:]), buffer.dtype)
+    grown[:n] = buffer
     return grown
+
+
+def now() -> float:
+    """The clock a run's deadline is on."""
+    return time.monotonic()
+
+
+def guard(node: Node) -> Callable[[RunState, Sequence[Any]], None]:
+    """The check the generated code runs before ``node`` (an op whose output size comes from
+    its inputs' data): its output must fit the run's limits."""
+    attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
+
+    def check(state: RunState, inputs: Sequence[Any]) -> None:
+        check_outputs(state, node, attrs, inputs)
+
+    return check
 
 
 def stack_finish(buffer: Array, n: int, axis: int, reverse: bool) -> Array:

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ExecutionError, TensorloopError
+from ...errors import ExecutionError, ResourceLimitError, TensorloopError
 from ...ir.graph import Graph, Node, Value
 from ...ir.opdef import get_opdef
-from ..runtime import DEFAULT_MAX_ITERATIONS, RunState, describe, runtime_value
+from ..allocation import check_outputs, predicted
+from ..runtime import DEFAULT_MAX_ITERATIONS, RunState, describe, loop_label, runtime_value
 from .registry import Kernel, KernelContext, get_kernel
 
 
@@ -22,6 +23,7 @@ class Interpreter:
     ) -> None:
         self.state = state if state is not None else RunState(max_iterations=max_iterations)
         self._attrs: dict[int, dict[str, Any]] = {}
+        self._labels: dict[int, str] = {}
 
     def run(
         self,
@@ -35,6 +37,8 @@ class Interpreter:
             variables=variables if variables is not None else {},
             max_iterations=self.state.max_iterations,
             trace_names=frozenset(trace),
+            limits=self.state.limits,
+            timeout=self.state.timeout,
         )
         self.state.start(graph)
         return self.run_graph(graph, args)
@@ -61,7 +65,15 @@ class Interpreter:
         if attrs is None:
             attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
             self._attrs[id(node)] = attrs
+        if predicted(node.op):
+            check_outputs(self.state, node, attrs, inputs)
         ctx = KernelContext(node, attrs, self.run_graph, self.state)
+        if node.op == "Loop" and self.state.trace_names:
+            label = self._labels.get(id(node))
+            if label is None:
+                label = self._labels[id(node)] = loop_label(node)
+            with self.state.inside(label):
+                return invoke(get_kernel(node.op), ctx, inputs)
         return invoke(get_kernel(node.op), ctx, inputs)
 
 
@@ -76,6 +88,11 @@ def invoke(fn: Kernel, ctx: KernelContext, inputs: Sequence[Any]) -> list[Any]:
     except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
         shapes = ", ".join(describe(x) for x in inputs)
         raise ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}") from exc
+    except MemoryError as exc:  # what the limits let through, the machine could not give
+        shapes = ", ".join(describe(x) for x in inputs)
+        raise ResourceLimitError(
+            f"{node.describe()} ran out of memory on inputs ({shapes}): {exc}"
+        ) from None
     # A tuple is one value per output; anything else (a list is a sequence) is one output.
     outs = list(result) if isinstance(result, tuple) else [result]
     if len(node.outputs) == 0 and result is None:

@@ -27,6 +27,8 @@ import numpy as np
 
 from ...errors import BackendError, TensorloopError
 from ...ir.graph import Graph, Node, Value, static_type
+from ...ir.loop import Loop
+from ...limits import nbytes
 from ...passes import (
     eliminate_common_subexpressions,
     eliminate_dead_loop_values,
@@ -37,6 +39,7 @@ from ...passes import (
 )
 from ...passes.base import Pass
 from ...tensor.types import TensorType, Type
+from ..allocation import predicted
 from ..base import register_backend
 from ..compiled import CompiledExecutable, optimize
 from ..compiled.specialize import signature, specialize
@@ -51,7 +54,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in CI
 jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
 
 from . import control, ops  # noqa: E402  (lowerings register on import, after x64 is on)
-from .control import INITIAL_CAPACITY, DynamicStack  # noqa: E402
+from .control import INITIAL_CAPACITY, DynamicStack, uninterruptible  # noqa: E402
 from .lowering import (  # noqa: E402
     EMBED_LIMIT,
     ConstantPool,
@@ -261,9 +264,23 @@ class Plan:
     compile_seconds: float = 0.0
     capacities: dict[Node, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    timed: bool = False
+    """Planned for runs with a deadline: no loop XLA cannot interrupt runs on XLA."""
+    interruptible: bool = True
+    """Whether every XLA island stops within a deadline (holds no while loop)."""
+    largest: tuple[int, tuple[int, ...], Any, str] | None = None
+    """The largest static output of an op whose output size comes from data, checked against
+    each run's limits before the plan runs."""
 
     def build(self) -> None:
+        self.largest = _largest_sized(self.graph)
         excluded: dict[Node, str] = {}
+        if self.timed:
+            why = (
+                "a run with a timeout: XLA cannot interrupt its while loop, the compiled "
+                "backend checks the deadline every iteration"
+            )
+            excluded = {n: why for n in self.graph.nodes if uninterruptible(n)}
         for _ in range(len(self.graph.nodes) + 1):
             try:
                 self._build(excluded)
@@ -291,10 +308,17 @@ class Plan:
         self.steps = steps
         self.placement = place(self.graph, excluded)
         self.compile_seconds = seconds
+        self.interruptible = not any(
+            uninterruptible(n) for i, s in steps if isinstance(s, XlaIsland) for n in i.nodes
+        )
 
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
+        if self.largest is not None and self.largest[0] > state.limits.max_tensor_bytes:
+            _, shape, dtype, where = self.largest
+            state.check_tensor(shape, dtype, where)
         env: dict[Value, Any] = dict(zip(self.graph.inputs, args, strict=True))
         for k, (island, step) in enumerate(self.steps):
+            state.check_deadline(f"graph '{self.graph.name}'")
             inputs = [env[v] for v in island.inputs]
             if isinstance(step, XlaIsland):
                 outs = self._run_xla(k, step, inputs, state)
@@ -315,6 +339,8 @@ class Plan:
             if fault.kind == "limit":
                 raise loop_limit_error(fault.where, state.max_iterations)
             if fault.kind == "grow" and fault.loop is not None:
+                if self._stacked_bytes(fault.loop) > state.limits.max_stacked_bytes:
+                    break  # the compiled backend stops it at the limit, as the reference does
                 try:
                     step = self._grow(k, step, fault.loop)
                 except Exception:  # XLA could not compile the larger buffers
@@ -322,6 +348,16 @@ class Plan:
                 continue
             break
         return step.host(self.graph).run([_host(x) for x in inputs], state)
+
+    def _stacked_bytes(self, loop: Node) -> int:
+        """Bytes of ``loop``'s stacked buffers once their capacity is doubled."""
+        rows = 2 * self.capacities.get(loop, INITIAL_CAPACITY)
+        total = 0
+        for st in Loop(loop).stacked:
+            t = st.result.type
+            if isinstance(t, TensorType) and t.shape is not None:
+                total += nbytes((rows, *(int(d) for d in t.shape)), t.dtype)
+        return total
 
     def _grow(self, k: int, step: XlaIsland, loop: Node) -> XlaIsland:
         """Island ``k`` compiled again with ``loop``'s stacked buffers twice as long (once,
@@ -334,6 +370,19 @@ class Plan:
                 self.steps[k] = (step.island, grown)
             current: XlaIsland = self.steps[k][1]
             return current
+
+
+def _largest_sized(graph: Graph) -> tuple[int, tuple[int, ...], Any, str] | None:
+    """The largest static output, anywhere in ``graph``, of an op whose output size comes
+    from data (``allocation.predicted``): (bytes, shape, dtype, where)."""
+    largest = None
+    for _, node in graph.walk():
+        t = static_type(node.outputs[0]) if node.outputs and predicted(node.op) else None
+        if t is not None:
+            size = nbytes(t.static_shape, t.dtype)
+            if largest is None or size > largest[0]:
+                largest = (size, t.static_shape, t.dtype, f"{node.describe()} output #0")
+    return largest
 
 
 def _host(value: Any) -> Any:
@@ -359,9 +408,10 @@ class JaxExecutable:
         self._lock = threading.Lock()
         self._host = CompiledExecutable(graph)
 
-    def plan(self, args: Sequence[Any]) -> Plan:
-        """The plan for ``args``' signature, made and compiled on first use."""
-        key = signature(args)
+    def plan(self, args: Sequence[Any], timed: bool = False) -> Plan:
+        """The plan for ``args``' signature, made and compiled on first use; ``timed``: one
+        for runs with a deadline, where no loop XLA cannot interrupt runs on XLA."""
+        key = (signature(args), timed)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
@@ -372,7 +422,7 @@ class JaxExecutable:
                     graph = optimize(specialize(self.graph, args), PIPELINE)
                 except TensorloopError:
                     graph = self.graph
-                plan = Plan(graph, self.options)
+                plan = Plan(graph, self.options, timed=timed)
                 plan.build()
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
@@ -391,8 +441,19 @@ class JaxExecutable:
         if state.trace_names:  # per-iteration values are recorded on the host
             return self._host.run(args, state)
         state.start(self.graph)
-        plan = self.plan(args)
+        if state.deadline is None:
+            return self.plan(args).run(args, state)
+        # A deadline: the usual plan if XLA can stop it in time, else one that leaves the
+        # loops XLA cannot interrupt to the compiled backend.
+        plan = self._plans.get((signature(args), False))
+        if plan is None or not plan.interruptible:
+            plan = self.plan(args, timed=True)
         return plan.run(args, state)
+
+    def interruptible(self, args: Sequence[Any]) -> bool:
+        """Whether the plan for ``args``' signature (made on first use) stops within a run's
+        deadline without a plan of its own for runs with one."""
+        return self.plan(args).interruptible
 
 
 class JaxBackend:

@@ -8,7 +8,9 @@ static trip bound, or to a capacity that grows: a loop that would outrun its buf
 reports a ``grow`` fault, and the executable compiles again with the capacity doubled. Such a
 loop's stacked outputs leave the island as ``DynamicStack`` (the buffer and the count), cut to
 length on the way out. The iteration limit is a run-time operand; a loop that would pass it
-stops and reports a ``limit`` fault, which the executable raises as the reference does.
+stops and reports a ``limit`` fault, which the executable raises as the reference does. A
+while loop cannot be interrupted from outside XLA, so a run with a deadline runs the nodes
+holding one on the compiled backend (``uninterruptible``); a scan's trips are static and few.
 """
 
 from __future__ import annotations
@@ -75,6 +77,44 @@ def can_stop_early(view: Loop) -> bool:
     return (cond is not None and not _is_true_constant(cond)) or not _is_true_constant(
         view.continue_condition
     )
+
+
+def scan_trips(view: Loop) -> int | None:
+    """The trips of a loop that lowers to a ``lax.scan`` (a static trip count of at most
+    ``MAX_SCAN_TRIPS`` that nothing stops early), or None for a ``lax.while_loop``."""
+    counted = view.trip_count
+    if can_stop_early(view) or (counted is not None and counted.constant is None):
+        return None
+    bounds = []
+    if counted is not None:
+        bounds.append(max(int(np.asarray(counted.constant).reshape(-1)[0]), 0))
+    for s in view.sliced:
+        t = None if s.source is None else s.source.type
+        if not (isinstance(t, TensorType) and t.is_static):
+            return None
+        shape = t.static_shape
+        if not -len(shape) <= s.spec.axis < len(shape):
+            return None
+        bounds.append(shape[s.spec.axis])
+    return min(bounds) if bounds and min(bounds) <= MAX_SCAN_TRIPS else None
+
+
+def uninterruptible(node: Node) -> bool:
+    """Whether XLA would run ``node`` for long with no way to stop it: it is or holds (in any
+    body or branch) a loop lowered to a ``lax.while_loop``, or scans nested to more than
+    ``MAX_SCAN_TRIPS`` trips in all. Nothing outside XLA can stop a compiled program, so a
+    run with a deadline leaves such nodes to the compiled backend, which checks the deadline
+    every iteration."""
+    stack = [(node, 1)]
+    while stack:
+        n, trips = stack.pop()
+        if n.op == "Loop":
+            own = scan_trips(Loop(n))
+            if own is None or trips * own > MAX_SCAN_TRIPS:
+                return True
+            trips *= max(own, 1)
+        stack += [(inner, trips) for sub in n.subgraphs.values() for inner in sub.nodes]
+    return False
 
 
 @lowers("Loop")
@@ -246,4 +286,11 @@ def _if(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValue)
     return list(outs)
 
 
-__all__ = ["INITIAL_CAPACITY", "MAX_SCAN_TRIPS", "DynamicStack", "can_stop_early"]
+__all__ = [
+    "INITIAL_CAPACITY",
+    "MAX_SCAN_TRIPS",
+    "DynamicStack",
+    "can_stop_early",
+    "scan_trips",
+    "uninterruptible",
+]

@@ -162,6 +162,11 @@ def tensor_value(
             "from its path so the data can be found"
         )
     onnx_dtype(proto.data_type, f"{where}: tensor '{proto.name}'")
+    if any(d < 0 for d in proto.dims):
+        raise FormatError(
+            f"{where}: tensor '{proto.name}' has dims {list(proto.dims)}; a tensor's dims are "
+            "sizes >= 0"
+        )
     try:
         arr = numpy_helper.to_array(proto, base_dir or "")
     except Exception as exc:
@@ -203,8 +208,13 @@ def type_from_proto(tp: onnx.TypeProto, where: str) -> Type | None:
         shape: list[Dim] | None = None
         if tt.HasField("shape"):
             shape = []
-            for d in tt.shape.dim:
+            for i, d in enumerate(tt.shape.dim):
                 which = d.WhichOneof("value")
+                if which == "dim_value" and d.dim_value < -1:
+                    raise FormatError(
+                        f"{where}: dim #{i} is {d.dim_value}, expected a size >= 0 "
+                        "(or -1 or a name for a dynamic dim)"
+                    )
                 if which == "dim_value" and d.dim_value >= 0:
                     shape.append(int(d.dim_value))
                 elif which == "dim_param" and d.dim_param:

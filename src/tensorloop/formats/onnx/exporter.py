@@ -3,7 +3,7 @@
 Core ops carry ONNX's names, attributes and (newest) semantics, so each becomes the same-named
 ONNX node (export_ops.py); the canonical Loop and If become ONNX's Loop and If
 (export_control.py). Names are unique across the whole model (export_scope.py), so any body can
-read any enclosing value by name.
+read any enclosing value by name. What no output depends on is left out (export_prune.py).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ...model import Model
 from ...tensor.types import TensorType
 from .export_control import export_if, export_loop
 from .export_ops import DOMAIN_OPSETS, LARGE_CONSTANT, OP_EXPORTERS, generic
+from .export_prune import prune
 from .export_scope import File, NodeExporter, Scope, emit_nodes, graph_outputs, value_info
 
 __all__ = ["DOMAIN_OPSETS", "LARGE_CONSTANT", "OPSET", "to_onnx"]
@@ -55,6 +56,7 @@ def to_onnx(model: Model, *, opset: int = OPSET) -> onnx.ModelProto:
         ir_version=helper.find_min_ir_version_for(imports, ignore_unknown=True),
         producer_name="tensorloop",
     )
+    prune(model_proto)
     _give_ranks(model_proto, graph)
     return model_proto
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,18 +40,85 @@ def read_model(model: onnx.ModelProto | str | os.PathLike[str]) -> tuple[onnx.Mo
         proto, label, base = model, f"<ONNX model '{model.graph.name}'>", None
     else:
         label, base = str(model), str(Path(model).resolve().parent)
+        if Path(model).is_file() and Path(model).stat().st_size == 0:
+            raise FormatError(f"{label}: the file is empty (0 bytes), not an ONNX model")
         try:
             proto = onnx.load(str(model), load_external_data=False)
         except FileNotFoundError:
             raise FormatError(f"{label}: no such file") from None
         except Exception as exc:
             raise FormatError(f"{label}: not a readable ONNX model ({exc})") from None
+    _check_versions(proto, label)
     opsets: dict[str, int] = {}
     for imp in proto.opset_import:
         opsets["" if imp.domain == "ai.onnx" else imp.domain] = int(imp.version)
     if not proto.opset_import:
         opsets[""] = onnx.defs.onnx_opset_version()
     return proto, Source(label, base, opsets)
+
+
+def check_schema(node: onnx.NodeProto, domain: str, opset: int, where: str) -> None:
+    """What the ONNX spec calls a malformed node, refused before it is read: an attribute its
+    operator does not define or of another type, more inputs or outputs than the operator takes
+    (as ``onnx.checker`` checks a node; its whole-model check also wants declared shapes, which
+    the spec leaves optional, so it is not used). Ops without a schema are left to their
+    converter."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return
+    defined = schema.attributes
+    for a in node.attribute:
+        spec = defined.get(a.name)
+        if spec is None:
+            raise FormatError(
+                f"{where}: attribute '{a.name}' is not one {node.op_type}-{schema.since_version} "
+                f"defines ({', '.join(sorted(defined)) or 'it has none'})"
+            )
+        expected = int(spec.type)  # type: ignore[call-overload]  # a pybind11 enum
+        if a.type != expected:
+            raise FormatError(
+                f"{where}: attribute '{a.name}' is "
+                f"{onnx.AttributeProto.AttributeType.Name(a.type)}, expected "
+                f"{onnx.AttributeProto.AttributeType.Name(expected)}"
+            )
+    for kind, count, low, high in (
+        ("inputs", len(node.input), schema.min_input, schema.max_input),
+        ("outputs", len(node.output), schema.min_output, schema.max_output),
+    ):
+        if not low <= count <= high:
+            bound = f"{low}" if low == high else f"{low} to {high}"
+            raise FormatError(
+                f"{where}: {node.op_type}-{schema.since_version} takes {bound} {kind}, got {count}"
+            )
+
+
+def _check_versions(proto: onnx.ModelProto, label: str) -> None:
+    """Refuse an IR version or a default-domain opset that no ONNX release defines: what such a
+    file means is unknown, and reading it as an older version would be a guess."""
+    known_ir = int(onnx.IR_VERSION)
+    if not 1 <= proto.ir_version <= known_ir:
+        raise FormatError(
+            f"{label}: ir_version {proto.ir_version} is not one ONNX defines; "
+            f"tensorloop reads ir_version 1 to {known_ir}"
+        )
+    if proto.ir_version < 3 and proto.opset_import:
+        raise FormatError(
+            f"{label}: ir_version {proto.ir_version} predates opset imports (IR version 3), yet "
+            "the model lists them"
+        )
+    newest = onnx.defs.onnx_opset_version()
+    seen: set[str] = set()
+    for imp in proto.opset_import:
+        domain = "" if imp.domain == "ai.onnx" else imp.domain
+        if domain in seen:
+            raise FormatError(f"{label}: opset_import lists domain '{imp.domain}' twice")
+        seen.add(domain)
+        if domain == "" and not 1 <= imp.version <= newest:
+            raise FormatError(
+                f"{label}: opset_import of the default domain is version {imp.version}; "
+                f"ONNX defines versions 1 to {newest}"
+            )
 
 
 def import_graph(proto: onnx.ModelProto, source: Source) -> Graph:
@@ -61,6 +129,7 @@ def import_graph(proto: onnx.ModelProto, source: Source) -> Graph:
     graph = Graph(g.name or "main")
     scope = Scope(graph, None, source, g.name or "main")
     initialized = {t.name for t in g.initializer} | {t.name for t in g.sparse_initializer}
+    _check_unique(g, source.label, g.name or "main")
     for vi in g.input:
         if vi.name in initialized:
             continue  # an input with an initializer default is read as that constant
@@ -87,10 +156,18 @@ class Scope:
         self.source = source
         self.path = path
         self.env: dict[str, Value] = {}
+        self.defined: set[str] = set()
         self.captures: list[tuple[Value, Value]] = []
         self.em = Emitter(graph)
 
-    def bind(self, name: str, value: Value) -> None:
+    def bind(self, name: str, value: Value, where: str = "") -> None:
+        """Name ``value``; each name is defined once in a graph (ONNX graphs are SSA)."""
+        if name in self.defined:
+            raise FormatError(
+                f"{where or self.source.label}: value '{name}' is defined twice in graph "
+                f"'{self.path}' (names must be unique)"
+            )
+        self.defined.add(name)
         self.env[name] = value
 
     def lookup(self, name: str, where: str) -> Value:
@@ -151,6 +228,8 @@ class Scope:
         opset = self.source.opsets.get(domain)
         if opset is None:
             raise FormatError(f"{where}: domain '{domain}' is not in the model's opset imports")
+        if domain in _CORE_DOMAINS:
+            check_schema(node, domain, opset, where)
         inputs = [self.lookup(n, where) if n else None for n in node.input]
         while inputs and inputs[-1] is None:
             inputs.pop()
@@ -187,9 +266,14 @@ class Scope:
                 continue
             if value is None:
                 raise FormatError(f"{where}: output '{name}' is not produced")
+            if name in self.defined:
+                raise FormatError(
+                    f"{where}: output '{name}' is already defined in graph '{self.path}' "
+                    "(names must be unique)"
+                )
             if value.producer is not None and value.graph is self.graph:
                 self.graph.rename(value, name)
-            self.bind(name, value)
+            self.bind(name, value, where)
 
     def nested(self, graph: Graph, label: str) -> Scope:
         return Scope(graph, self, self.source, f"{self.path}/{label}")
@@ -224,9 +308,22 @@ class Scope:
             if t is None:
                 raise FormatError(f"{where}: no type is declared and none can be inferred")
             child.bind(vi.name, graph.add_input(vi.name, t))
+        _check_unique(proto, ctx.where, key)
         child.convert_body(proto)
         graph.set_outputs([child.result(vi) for vi in proto.output])
         return graph, child.captured
+
+
+def _check_unique(g: onnx.GraphProto, label: str, path: str) -> None:
+    """A graph lists each input and each output name once."""
+    for what, items in (("input", g.input), ("output", g.output)):
+        names = [vi.name for vi in items]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise FormatError(
+                f"{label}: graph '{path}' lists {what}(s) {', '.join(map(repr, twice))} more "
+                f"than once; each {what} must be named once"
+            )
 
 
 def _agrees(declared: Type, actual: Type) -> bool:
@@ -252,9 +349,18 @@ def external_tensor(t: onnx.TensorProto, source: Source, where: str) -> np.ndarr
             "load the model from its path so the file can be found"
         )
     base = Path(source.base_dir)
-    path = (base / location).resolve()
-    if not location or Path(location).is_absolute() or base.resolve() not in path.parents:
-        raise FormatError(f"{where}: external data location '{location}' leaves the model folder")
+    parts = re.split(r"[\\/]", location)
+    if not location or Path(location).is_absolute() or ".." in parts or ":" in parts[0]:
+        raise FormatError(
+            f"{where}: external data location '{location}' of '{t.name}' leaves the model "
+            "folder: it must be a relative path inside it (no '..', no absolute path)"
+        )
+    path = (base / location).resolve()  # follows symlinks: one that leaves the folder is refused
+    if base.resolve() not in path.parents:
+        raise FormatError(
+            f"{where}: external data location '{location}' of '{t.name}' leaves the model "
+            f"folder {base}: it resolves to {path}"
+        )
     if not path.is_file():
         raise FormatError(f"{where}: external data file '{location}' does not exist")
     dt = onnx_dtype(t.data_type, where)

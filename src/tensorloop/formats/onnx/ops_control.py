@@ -161,6 +161,39 @@ def _axes(ctx: NodeContext, key: str, count: int) -> list[int]:
     return values
 
 
+def _same_lengths(ctx: NodeContext, scanned: list[Value], axes: list[int]) -> list[Value]:
+    """The scan inputs, once their scanned axes have one length: an error now where the lengths
+    are known, else a run-time Check (a loop would otherwise stop at the shortest)."""
+    if len(scanned) < 2:
+        return scanned
+    lengths: list[object] = []
+    for j, (v, a) in enumerate(zip(scanned, axes, strict=True)):
+        t = v.type
+        if not isinstance(t, TensorType) or t.shape is None:
+            lengths.append(None)
+            continue
+        lengths.append(t.shape[normalize_axis(a, len(t.shape), f"{ctx.where}: scan input #{j}")])
+    static = [x for x in lengths if isinstance(x, int)]
+    if len(set(static)) > 1:
+        detail = ", ".join(f"#{j} has {x}" for j, x in enumerate(lengths) if isinstance(x, int))
+        raise ctx.error(f"scan inputs must have one length on their scan axes; {detail}")
+    if len(static) == len(scanned):
+        return scanned
+    sizes = [
+        ctx.op1("Gather", [ctx.op1("Shape", [v]), ctx.ints(a)], {"axis": 0})
+        for v, a in zip(scanned, axes, strict=True)
+    ]
+    ok = ctx.op1("Equal", [sizes[0], sizes[1]])
+    for size in sizes[2:]:
+        ok = ctx.op1("And", [ok, ctx.op1("Equal", [sizes[0], size])])
+    names = ", ".join(f"#{j} '{v.name}'" for j, v in enumerate(scanned))
+    message = (
+        f"{ctx.where}: scan inputs {names} differ in length on their scan axes {axes}; "
+        "a Scan needs one length"
+    )
+    return list(ctx.op("Check", [ok, *scanned], {"message": message}, num_outputs=len(scanned)))
+
+
 def _scan_loop(
     ctx: NodeContext,
     states: list[Value],
@@ -176,6 +209,7 @@ def _scan_loop(
           enumerate(zip(scanned, in_axes, strict=True))),
     ]  # fmt: skip
     n = len(states)
+    scanned = _same_lengths(ctx, scanned, in_axes)
     body, captured = _settled_body(
         ctx, types, first_param=0, first_result=0, count=n, label="state", settle="scan state"
     )

@@ -8,13 +8,19 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import FormatError, TensorloopError
+from ...errors import FormatError, TensorloopError, UnsupportedOpError
 from ...ir.emit import Emitter
 from ...ir.graph import Graph, Value
 from ...tensor.dtypes import DType
 from ...tensor.types import TensorType
 from .document import Layer, Net, Port
 from .reader import ELEMENT_TYPES, PACKED_BITS, PRECISIONS, Weights, parse_shape
+
+
+class UnsupportedLayerError(UnsupportedOpError, FormatError):
+    """Layer types the reader cannot convert, all of a file's listed in one error (a
+    FormatError too: the file is one tensorloop cannot read)."""
+
 
 Converter = Callable[["LayerContext", list[Value | None]], list[Value]]
 """``fn(ctx, inputs) -> outputs``: inputs in port order (None for an unconnected optional port)."""
@@ -170,6 +176,8 @@ class LayerContext:
 def convert_model(net: Net, source: Source) -> Graph:
     """The top-level net as a graph: Parameters become inputs, Results outputs, in file order."""
     graph, params, _ = convert_net(net, source, net.name)
+    if not graph.outputs:
+        raise FormatError(f"{source.path}: net '{net.name}' has no Result layer: no outputs")
     aliases: dict[str, str] = {}
     taken = {v.name for v in graph.inputs}
     for lid, value in params.items():
@@ -206,7 +214,7 @@ def convert_net(
          if lay.type not in _CONVERTERS and lay.type not in ("Parameter", "Result", "Const")}
     )  # fmt: skip
     if unknown:
-        raise FormatError(f"{source.path}: unsupported layer types: {'; '.join(unknown)}")
+        raise UnsupportedLayerError(f"{source.path}: unsupported layer types: {'; '.join(unknown)}")
     graph = Graph(name)
     em = Emitter(graph)
     produced: dict[tuple[str, int], Value] = {}

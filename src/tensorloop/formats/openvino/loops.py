@@ -100,6 +100,12 @@ def _split_parts(
             f"port_map input {entry.external_port_id}: start={start}, end={end}, "
             f"stride={stride} need a static length on axis {axis}, got {t}"
         )
+    for key, value in (("start", start), ("end", end)):
+        if not -length <= value < length:
+            raise ctx.error(
+                f"port_map input {entry.external_port_id}: {key}={value} is outside axis "
+                f"{axis} of length {length} (expected {-length} to {length - 1})"
+            )
     first = start + length if start < 0 else start
     last = end + length if end < 0 else end  # end is inclusive in TensorIterator
     if stride > 0:
@@ -139,6 +145,11 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
     for lid in filter(None, (iteration_param,)):
         if lid not in body.params:
             raise ctx.error(f"current_iteration names layer {lid}, not a body Parameter")
+    if is_loop and condition_result is None:
+        raise ctx.error(
+            "the port_map has no output with purpose='execution_condition'; Loop-5 needs the "
+            "body's condition Result (special_body_ports body_condition_output_idx)"
+        )
     if condition_result is not None and condition_result not in body.results:
         raise ctx.error(f"execution_condition names layer {condition_result}, not a body Result")
 
@@ -176,6 +187,7 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
             carried.append((outer, param, body.results[back[entry.internal_layer_id]]))
         else:
             invariants.append((outer, param))
+    sliced = _same_lengths(ctx, em, sliced)
     loose = [lid for lid in body.params if lid not in mapped]
     if loose:
         raise ctx.error(f"body Parameter(s) {', '.join(loose)} are fed by no port_map input")
@@ -277,6 +289,39 @@ def _lower(ctx: LayerContext, is_loop: bool) -> list[Value]:
         # [..., n, part, ...] -> [..., n * part, ...]: the concatenation along the axis.
         results.append(_reshape_around(em, stacks[j], axis, [-1], 2))
     return results
+
+
+def _same_lengths(
+    ctx: LayerContext, em: Emitter, sliced: list[tuple[Value, Value, bool, int]]
+) -> list[tuple[Value, Value, bool, int]]:
+    """The sliced inputs (split into parts on their axes), once they have one number of parts:
+    an error now where the counts are known, else a run-time Check (OpenVINO would run the
+    shortest, or read past the end)."""
+    if len(sliced) < 2:
+        return sliced
+    counts = [src.tensor_type.shape[axis] for src, _, _, axis in sliced]  # type: ignore[index]
+    static = {c for c in counts if isinstance(c, int)}
+    ports = [e.external_port_id for e in ctx.layer.input_map if e.axis is not None]
+    if len(static) > 1:
+        detail = ", ".join(
+            f"port {p}: {c}" for p, c in zip(ports, counts, strict=False) if isinstance(c, int)
+        )
+        raise ctx.error(f"sliced inputs give different numbers of iterations ({detail})")
+    if all(isinstance(c, int) for c in counts):
+        return sliced
+    sizes = [
+        em.op("Gather", [em.op("Shape", [src]), em.ints(axis)], {"axis": 0})
+        for src, _, _, axis in sliced
+    ]
+    ok = em.op("Equal", [sizes[0], sizes[1]])
+    for size in sizes[2:]:
+        ok = em.op("And", [ok, em.op("Equal", [sizes[0], size])])
+    message = (
+        f"{ctx.where}: the sliced inputs on ports {', '.join(map(str, ports))} give different "
+        "numbers of iterations; they must slice to one length"
+    )
+    checked = em.ops("Check", [ok, *(src for src, _, _, _ in sliced)], {"message": message})
+    return [(c, p, r, a) for c, (_, p, r, a) in zip(checked, sliced, strict=True)]
 
 
 def _reshape_around(em: Emitter, x: Value, axis: int, middle: list[int], width: int) -> Value:

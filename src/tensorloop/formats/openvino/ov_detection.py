@@ -6,11 +6,13 @@ Read: PriorBox (v1, v8) and PriorBoxClustered (v1) as constants computed at conv
 RegionYolo (reshape / transpose / sigmoid / softmax compositions), ROIAlign (v3, v9: avg mode,
 every aligned mode) as RoiAlign, ROIPooling's max method as MaxRoiPool, PSROIPooling (average and
 bilinear) as PsRoiPool, DeformablePSROIPooling (bilinear_deformable, with or without offsets) as
-DeformablePsRoiPool, ROIAlignRotated as RoiAlignRotated, Proposal (v1, v4) as Proposal.
+DeformablePsRoiPool, ROIAlignRotated as RoiAlignRotated, Proposal (v1, v4) as Proposal,
+DetectionOutput (v1, v8; 3 or 5 inputs) as DetectionOutput, GenerateProposals (v9) as
+GenerateProposals.
 
 Left unregistered or refused because the core ops cannot express them exactly: ROIAlign's max
 mode (OpenVINO takes the largest bilinear sample, RoiAlign the largest weighted corner),
-ROIPooling's bilinear method, DetectionOutput, GenerateProposals, MatrixNms,
+ROIPooling's bilinear method, MatrixNms,
 MulticlassNms and NMSRotated (no core op with their semantics). NonMaxSuppression is read in
 ov_nms.py."""
 
@@ -24,7 +26,7 @@ import numpy as np
 from ...ir.graph import Value
 from ...tensor.dtypes import DType
 from .convert import LayerContext, converter
-from .inputs import type_of
+from .inputs import cast_to, type_of
 
 __all__: list[str] = []
 
@@ -440,3 +442,81 @@ def _proposal(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     }
     rois, probs = ctx.em.ops("Proposal", [ctx.input(0), ctx.input(1), ctx.input(2)], attrs)
     return [rois] if version == "opset1" else [rois, probs]
+
+
+_CODE_TYPES = {
+    "caffe.priorboxparameter.corner": "corner",
+    "caffe.priorboxparameter.center_size": "center_size",
+}
+
+
+@converter("DetectionOutput")
+def _detection_output(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    version = ctx.layer.version or "opset1"
+    if version not in ("opset1", "opset8"):
+        raise ctx.error(f"DetectionOutput version {version!r} is not supported")
+    if len(inputs) not in (3, 5):
+        raise ctx.error(f"DetectionOutput takes 3 or 5 inputs, got {len(inputs)}")
+    code = ctx.attr("code_type", "caffe.PriorBoxParameter.CORNER").strip().lower()
+    if code not in _CODE_TYPES:
+        raise ctx.error(f"DetectionOutput's code_type {code!r} is not supported")
+    keep = ctx.ints_attr("keep_top_k")
+    if not keep:
+        raise ctx.error("attribute 'keep_top_k' must hold at least one value")
+    flags = (
+        ("variance_encoded_in_target", "false"),
+        ("share_location", "true"),
+        ("clip_after_nms", "false"),
+        ("clip_before_nms", "false"),
+        ("decrease_label_id", "false"),
+        ("normalized", "false"),
+    )
+    attrs: dict[str, Any] = {key: int(ctx.bool_attr(key, default)) for key, default in flags}
+    attrs |= {
+        "background_label_id": ctx.int_attr("background_label_id", 0),
+        "top_k": ctx.int_attr("top_k", -1),
+        "keep_top_k": keep[0],  # OpenVINO reads only the first
+        "code_type": _CODE_TYPES[code],
+        "nms_threshold": ctx.float_attr("nms_threshold"),
+        "confidence_threshold": ctx.float_attr("confidence_threshold", 0.0),
+        "input_height": ctx.int_attr("input_height", 1),
+        "input_width": ctx.int_attr("input_width", 1),
+        "objectness_score": ctx.float_attr("objectness_score", 0.0),
+    }
+    given = [ctx.input(i) for i in range(len(inputs))]
+    if version == "opset1":
+        _check_classes(ctx, given, ctx.int_attr("num_classes"), attrs["normalized"])
+    return [ctx.em.op("DetectionOutput", given, attrs)]
+
+
+def _check_classes(ctx: LayerContext, given: list[Value], classes: int, normalized: int) -> None:
+    """DetectionOutput-1's num_classes must be what the class predictions hold a prior."""
+    conf, priors = type_of(ctx, given[1]).shape, type_of(ctx, given[2]).shape
+    if conf is None or priors is None or len(conf) != 2 or len(priors) != 3:
+        return
+    width, scores = priors[2], conf[1]
+    if isinstance(width, int) and isinstance(scores, int):
+        count = width // (4 if normalized else 5)
+        if count and scores != count * classes:
+            raise ctx.error(
+                f"num_classes {classes} does not fit {scores} class predictions of {count} priors"
+            )
+
+
+@converter("GenerateProposals")
+def _generate_proposals(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    version = ctx.layer.version or "opset9"
+    if version != "opset9":
+        raise ctx.error(f"GenerateProposals version {version!r} is not supported")
+    index_type = ctx.choice_attr("roi_num_type", ("i32", "i64"), "i64")
+    attrs = {
+        "min_size": ctx.float_attr("min_size"),
+        "nms_threshold": ctx.float_attr("nms_threshold"),
+        "pre_nms_count": ctx.int_attr("pre_nms_count"),
+        "post_nms_count": ctx.int_attr("post_nms_count"),
+        "normalized": int(ctx.bool_attr("normalized", "true")),
+        "nms_eta": ctx.float_attr("nms_eta", 1.0),
+    }
+    rois, scores, counts = ctx.em.ops("GenerateProposals", [ctx.input(i) for i in range(4)], attrs)
+    dtype = DType.int32 if index_type == "i32" else DType.int64
+    return [rois, scores, cast_to(ctx, counts, dtype)]

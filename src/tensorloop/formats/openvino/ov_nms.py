@@ -12,9 +12,15 @@ add the selected scores and their count. Where the CPU plugin strays from the sp
 (ties with the IoU threshold, v1-v4 sizes, v5's cutoff) this module follows the specification;
 docs/openvino.md says how.
 
-Not read yet: MulticlassNms, MatrixNms and NMSRotated (no core op with their semantics)."""
+MulticlassNms (v8; v9 adds per-class boxes with roisnum) reads as the core ``MulticlassNms``.
+Where the CPU plugin strays from its specification (boxes whose IoU equals the threshold,
+nms_eta's adaptive threshold) the specification holds; docs/openvino.md says how.
+
+MatrixNms (v8) reads as the core ``MatrixNms``, NMSRotated (v13) as the core ``NmsRotated``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -91,3 +97,77 @@ def _non_max_suppression(ctx: LayerContext, inputs: list[Value | None]) -> list[
     joined = ctx.em.op("Concat", [selected, fill], {"axis": 0})
     rows = ctx.em.op("Slice", [joined, ctx.em.ints([0]), ctx.em.ints([size]), ctx.em.ints([0])])
     return [cast_to(ctx, rows, index_type)]
+
+
+_MULTICLASS_SORTS = {"classid": "class", "class": "class", "score": "score", "none": "none"}
+
+
+def _selection_attrs(ctx: LayerContext) -> dict[str, Any]:
+    """The attributes MulticlassNms and MatrixNms share."""
+    sort = ctx.choice_attr("sort_result_type", tuple(_MULTICLASS_SORTS), "none")
+    return {
+        "sort_result": _MULTICLASS_SORTS[sort],
+        "sort_across_batch": int(ctx.bool_attr("sort_result_across_batch", "false")),
+        "score_threshold": ctx.float_attr("score_threshold", 0.0),
+        "nms_top_k": ctx.int_attr("nms_top_k", -1),
+        "keep_top_k": ctx.int_attr("keep_top_k", -1),
+        "background_class": ctx.int_attr("background_class", -1),
+        "normalized": int(ctx.bool_attr("normalized", "true")),
+    }
+
+
+def _selections(ctx: LayerContext, op: str, args: list[Value], attrs: Any) -> list[Value]:
+    for index, what in ((0, "boxes"), (1, "scores")):
+        if not type_of(ctx, args[index]).dtype.is_float:
+            raise ctx.error(f"input #{index} ({what}) must be floating-point")
+    index_type = _INDEX_TYPES[ctx.choice_attr("output_type", tuple(_INDEX_TYPES), "i64")]
+    table, indices, counts = ctx.em.ops(op, args, attrs)
+    return [table, cast_to(ctx, indices, index_type), cast_to(ctx, counts, index_type)]
+
+
+@converter("MulticlassNms")
+def _multiclass_nms(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    version = ctx.layer.version
+    if version not in ("opset8", "opset9"):
+        raise ctx.error(f"MulticlassNms of version {version!r} is not known")
+    most = 3 if version == "opset9" else 2
+    if len(inputs) > most or len(inputs) < 2:
+        raise ctx.error(f"MulticlassNms-{version.removeprefix('opset')} takes 2 to {most} inputs")
+    attrs = _selection_attrs(ctx) | {
+        "iou_threshold": ctx.float_attr("iou_threshold", 0.0),
+        "nms_eta": ctx.float_attr("nms_eta", 1.0),
+    }
+    args = [ctx.input(i) for i in range(len(inputs))]
+    return _selections(ctx, "MulticlassNms", args, attrs)
+
+
+@converter("MatrixNms")
+def _matrix_nms(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    if ctx.layer.version != "opset8":
+        raise ctx.error(f"MatrixNms of version {ctx.layer.version!r} is not known")
+    if len(inputs) != 2:
+        raise ctx.error("MatrixNms-8 takes 2 inputs")
+    attrs = _selection_attrs(ctx) | {
+        "decay_function": ctx.choice_attr("decay_function", ("linear", "gaussian"), "linear"),
+        "gaussian_sigma": ctx.float_attr("gaussian_sigma", 2.0),
+        "post_threshold": ctx.float_attr("post_threshold", 0.0),
+    }
+    return _selections(ctx, "MatrixNms", [ctx.input(0), ctx.input(1)], attrs)
+
+
+@converter("NMSRotated")
+def _nms_rotated(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    if ctx.layer.version != "opset13":
+        raise ctx.error(f"NMSRotated of version {ctx.layer.version!r} is not known")
+    if len(inputs) != 5 or not all(has_input(inputs, i) for i in range(5)):
+        raise ctx.error("NMSRotated-13 takes 5 inputs")
+    for index, what in ((0, "boxes"), (1, "scores"), (3, "iou_threshold"), (4, "score_threshold")):
+        if not type_of(ctx, ctx.input(index)).dtype.is_float:
+            raise ctx.error(f"input #{index} ({what}) must be floating-point")
+    attrs = {
+        "sort_by_score": int(ctx.bool_attr("sort_result_descending", "true")),
+        "clockwise": int(ctx.bool_attr("clockwise", "true")),
+    }
+    index_type = _INDEX_TYPES[ctx.choice_attr("output_type", tuple(_INDEX_TYPES), "i64")]
+    selected, picked, valid = ctx.em.ops("NmsRotated", [ctx.input(i) for i in range(5)], attrs)
+    return [cast_to(ctx, selected, index_type), picked, cast_to(ctx, valid, index_type)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -37,6 +38,12 @@ PRECISIONS: dict[str, DType] = {
     "BIN": DType.bool, "F8E4M3": DType.float8e4m3fn, "F8E5M2": DType.float8e5m2,
 }  # fmt: skip
 SUPPORTED_VERSIONS = (10, 11)
+MAX_XML_BYTES = 256 << 20
+"""The largest .xml read: real IR keeps its weights in the .bin, so its XML stays megabytes."""
+MAX_BODY_DEPTH = 100
+"""How deep loop and branch bodies may nest in the XML (the model's Limits may allow less)."""
+MAX_XML_DEPTH = 8 * MAX_BODY_DEPTH
+"""How deep XML elements may nest; each body level takes a few (layers, layer, body)."""
 
 
 def parse_dim(text: str, where: str) -> Dim:
@@ -74,6 +81,12 @@ def split_names(text: str) -> tuple[str, ...]:
 def read_xml(xml_path: str | os.PathLike[str]) -> Net:
     where = str(xml_path)
     try:
+        size = Path(xml_path).stat().st_size
+        if size > MAX_XML_BYTES:
+            raise FormatError(
+                f"{where}: the XML is {size} bytes, more than the {MAX_XML_BYTES} bytes "
+                "tensorloop reads (IR keeps its weights in the .bin)"
+            )
         data = Path(xml_path).read_bytes()
     except OSError as exc:
         raise FormatError(f"{where}: cannot read: {exc.strerror}") from None
@@ -81,8 +94,9 @@ def read_xml(xml_path: str | os.PathLike[str]) -> Net:
         root = SafeET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except defusedxml.DefusedXmlException as exc:
         raise FormatError(f"{where}: refused unsafe XML ({type(exc).__name__}): {exc}") from None
-    except ET.ParseError as exc:
+    except (ET.ParseError, ValueError, LookupError) as exc:  # bytes or an encoding it can't read
         raise FormatError(f"{where}: malformed XML: {exc}") from None
+    _check_depth(root, where)
     if root.tag != "net":
         raise FormatError(f"{where}: root element is <{root.tag}>, expected <net>")
     version_text = root.get("version", "")
@@ -94,13 +108,31 @@ def read_xml(xml_path: str | os.PathLike[str]) -> Net:
     return _read_net(root, root.get("name", "model"), int(version_text), where)
 
 
-def _read_net(element: Any, name: str, version: int, where: str) -> Net:
+def _check_depth(root: Any, where: str) -> None:
+    """Refuse elements nested deeper than MAX_XML_DEPTH (walked without recursion)."""
+    stack = [(root, 1)]
+    while stack:
+        el, depth = stack.pop()
+        if depth > MAX_XML_DEPTH:
+            raise FormatError(
+                f"{where}: XML elements nest {depth} deep at <{el.tag}>, more than the "
+                f"{MAX_XML_DEPTH} tensorloop reads"
+            )
+        stack.extend((child, depth + 1) for child in el)
+
+
+def _read_net(element: Any, name: str, version: int, where: str, depth: int = 0) -> Net:
+    if depth > MAX_BODY_DEPTH:
+        raise FormatError(
+            f"{where}: '{name}' nests bodies {depth} deep, more than the {MAX_BODY_DEPTH} "
+            "tensorloop reads"
+        )
     layers_el = element.find("layers")
     if layers_el is None:
         raise FormatError(f"{where}: <{element.tag}> '{name}' has no <layers> section")
     layers: dict[str, Layer] = {}
     for layer_el in layers_el.findall("layer"):
-        layer = _read_layer(layer_el, version, where)
+        layer = _read_layer(layer_el, version, where, depth)
         if layer.id in layers:
             raise FormatError(f"{where}: two layers have id {layer.id}")
         layers[layer.id] = layer
@@ -149,7 +181,7 @@ def _int_or_none(value: str | None, where: str, key: str) -> int | None:
         raise FormatError(f"{where}: attribute '{key}' is {value!r}, expected an integer") from None
 
 
-def _read_layer(el: Any, version: int, where: str) -> Layer:
+def _read_layer(el: Any, version: int, where: str, depth: int = 0) -> Layer:
     lid, name, ltype = el.get("id"), el.get("name", ""), el.get("type")
     if lid is None or ltype is None:
         raise FormatError(f"{where}: a <layer> lacks its id or type: {dict(el.attrib)}")
@@ -164,12 +196,19 @@ def _read_layer(el: Any, version: int, where: str) -> Layer:
         inputs=_read_ports(el.find("input"), here),
         outputs=_read_ports(el.find("output"), here),
     )
+    ids = [p.id for p in (*layer.inputs, *layer.outputs)]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise FormatError(
+            f"{here}: port id(s) {', '.join(map(str, twice))} appear more than once; "
+            "edges name a port by its id, so each must be unique in its layer"
+        )
     body_el = el.find("body")
     if body_el is not None:
-        layer.body = _read_net(body_el, f"{name}/body", version, where)
+        layer.body = _read_net(body_el, f"{name}/body", version, where, depth + 1)
     _read_port_map(el.find("port_map"), layer.input_map, layer.output_map, here)
-    layer.then_branch = _read_branch(el, "then", name, version, where, here)
-    layer.else_branch = _read_branch(el, "else", name, version, where, here)
+    layer.then_branch = _read_branch(el, "then", name, version, where, here, depth)
+    layer.else_branch = _read_branch(el, "else", name, version, where, here, depth)
     be = el.find("back_edges")
     if be is not None:
         for edge in be.findall("edge"):
@@ -205,13 +244,13 @@ def _read_port_map(
 
 
 def _read_branch(
-    el: Any, tag: str, name: str, version: int, where: str, here: str
+    el: Any, tag: str, name: str, version: int, where: str, here: str, depth: int
 ) -> Branch | None:
     """An If layer's ``<then_body>`` with its ``<then_port_map>`` (or else), if it has one."""
     body_el = el.find(f"{tag}_body")
     if body_el is None:
         return None
-    branch = Branch(_read_net(body_el, f"{name}/{tag}_body", version, where))
+    branch = Branch(_read_net(body_el, f"{name}/{tag}_body", version, where, depth + 1))
     _read_port_map(el.find(f"{tag}_port_map"), branch.input_map, branch.output_map, here)
     return branch
 
@@ -245,7 +284,7 @@ class Weights:
                 f"{where}: needs weights, but the .bin file "
                 f"{self.path or '(none)'} is missing or empty"
             )
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)  # Python ints: a hostile shape must not wrap around to 0
         if dtype is DType.string:
             return self._read_strings(offset, size, shape, where)
         expected = (count + 7) // 8 if packed else count * dtype.itemsize
@@ -262,7 +301,10 @@ class Weights:
                 f"end of {self.path} ({self.size} bytes)"
             )
         if count == 0:
-            return np.zeros(shape, dtype.numpy)
+            try:
+                return np.zeros(shape, dtype.numpy)
+            except ValueError:  # dims beside the 0 whose product numpy cannot index
+                raise FormatError(f"{where}: shape {list(shape)} is too large") from None
         assert self._data is not None
         raw = np.array(self._data[offset : offset + size])  # copy out of the map
         if packed:
@@ -274,7 +316,7 @@ class Weights:
     ) -> np.ndarray[Any, Any]:
         """A string Const as OpenVINO stores it: an i32 count, count + 1 i32 byte offsets into
         the UTF-8 text that follows (the first 0), then the text."""
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
         head = 4 * (count + 2)
         if offset < 0 or size < head or offset + size > self.size:
             raise FormatError(

@@ -1,6 +1,6 @@
 """Core ops written as OpenVINO image and detection (GridSample, DeformConv, RoiAlign, MaxRoiPool,
-PsRoiPool, DeformablePsRoiPool, RoiAlignRotated, Proposal, quantisation) layers; merged into
-``write_ops.OP_EMITTERS``."""
+PsRoiPool, DeformablePsRoiPool, RoiAlignRotated, Proposal, DetectionOutput, GenerateProposals,
+quantisation) layers; merged into ``write_ops.OP_EMITTERS``."""
 
 from __future__ import annotations
 
@@ -173,6 +173,52 @@ def _proposal(net: NetBuilder, call: Call) -> list[Tensor]:
     )
 
 
+def _detection_output(net: NetBuilder, call: Call) -> list[Tensor]:
+    a = call.attrs
+    flags = (
+        "variance_encoded_in_target",
+        "share_location",
+        "clip_after_nms",
+        "clip_before_nms",
+        "decrease_label_id",
+        "normalized",
+    )
+    return net.layer(
+        "DetectionOutput",
+        [t for t in call.ins if t is not None],
+        call.outs,
+        "opset8",
+        background_label_id=int(a["background_label_id"]),
+        top_k=int(a["top_k"]),
+        keep_top_k=str(int(a["keep_top_k"])),
+        code_type=f"caffe.PriorBoxParameter.{a['code_type'].upper()}",
+        nms_threshold=float(a["nms_threshold"]),
+        confidence_threshold=float(a["confidence_threshold"]),
+        input_height=int(a["input_height"]),
+        input_width=int(a["input_width"]),
+        objectness_score=float(a["objectness_score"]),
+        **{key: bool(a[key]) for key in flags},
+    )
+
+
+def _generate_proposals(net: NetBuilder, call: Call) -> list[Tensor]:
+    a = call.attrs
+    # nms_eta is written as the spec has it; the CPU plugin ignores it (docs/openvino.md).
+    return net.layer(
+        "GenerateProposals",
+        [call.arg(0), call.arg(1), call.arg(2), call.arg(3)],
+        call.outs,
+        "opset9",
+        min_size=float(a["min_size"]),
+        nms_threshold=float(a["nms_threshold"]),
+        pre_nms_count=int(a["pre_nms_count"]),
+        post_nms_count=int(a["post_nms_count"]),
+        normalized=bool(a["normalized"]),
+        nms_eta=float(a["nms_eta"]),
+        roi_num_type="i64",
+    )
+
+
 # -- quantisation ---------------------------------------------------------------------------------
 _QUANT_INTS = frozenset({DType.int8, DType.uint8, DType.int16, DType.uint16})
 """What QuantizeLinear and DequantizeLinear are written for: the integers whose every value f32
@@ -280,5 +326,7 @@ EMITTERS: dict[str, Emitter] = {
     "DeformablePsRoiPool": _deformable_ps_roi_pool,
     "RoiAlignRotated": _roi_align_rotated,
     "Proposal": _proposal,
+    "DetectionOutput": _detection_output,
+    "GenerateProposals": _generate_proposals,
 }
 """Emitters of this family, by core op name."""

@@ -43,6 +43,7 @@ def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
         cond = bool(np.asarray(step.continue_condition))
         carried = list(step.carried)
         for acc, y in zip(per_iteration, step.per_iteration, strict=True):
+            ctx.state.add_stacked(int(getattr(y, "nbytes", 0)), ctx.where)
             acc.append(y)
         i += 1
     if stacked and not per_iteration[0]:

@@ -1,0 +1,27 @@
+"""Write the seed corpora of the atheris harnesses: ``python fuzz/make_corpus.py OUT`` makes
+``OUT/onnx``, ``OUT/openvino`` and ``OUT/text_ir``, one bundle per seed model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from common import bundle
+
+
+def make_corpus(out: Path) -> dict[str, Path]:
+    import fuzz_seeds
+
+    folders = {}
+    for fmt, seeds in fuzz_seeds.all_seeds().items():
+        folder = out / fmt
+        folder.mkdir(parents=True, exist_ok=True)
+        for seed in seeds:
+            (folder / seed.name).write_bytes(bundle(fmt, seed.files))
+        folders[fmt] = folder
+    return folders
+
+
+if __name__ == "__main__":
+    for fmt, folder in make_corpus(Path(sys.argv[1])).items():
+        print(f"{fmt}: {folder}")
