@@ -100,3 +100,27 @@ def test_inspect_errors_are_one_line(tmp_path: Path) -> None:
     result = invoke("inspect", str(bad))
     assert result.exit_code == 1 and result.output.startswith("error: ")
     assert "not a readable ONNX model" in result.output and "Traceback" not in result.output
+
+
+def test_listed_loop_paths_are_the_paths_traces_carry(tmp_path: Path) -> None:
+    """What `inspect --list-values` groups values under is the loop path a run traces them
+    with, loops nested in loops and in branches included, so it can be given to --loop."""
+    from test_cli_draw import nested_model  # a scan holding a for loop, and an If holding a while
+
+    from tensorloop.cli import body_paths
+    from tensorloop.cli.inspect import traceable_values
+
+    model = nested_model()
+    feeds = {
+        "xs": np.ones((5, 3), np.float32),
+        "h0": np.ones(3, np.float32),
+        "limit": np.float32(50),
+    }
+    listed = dict(traceable_values(model.graph))
+    loops = [(path, body) for path, node, body in body_paths(model.graph) if node.op == "Loop"]
+    assert sorted(path for path, _ in loops) == ["scan", "scan > fori", "scan > while"]
+    for path, body in loops:
+        carried = body.inputs[1].name
+        assert carried in listed[path]
+        trace = model.run(feeds, trace=[carried]).trace[carried]
+        assert trace.loops == [tuple(path.split(" > "))], path

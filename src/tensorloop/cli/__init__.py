@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, NoReturn, TypeVar
@@ -16,6 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..backends.base import DEFAULT_BACKEND, backend_names
+from ..backends.runtime import LOOP_SEPARATOR, loop_label
 from ..errors import TensorloopError
 from ..io import load
 from ..ir.graph import Graph, Node
@@ -187,24 +187,16 @@ def writable_folder(path: str) -> Path:
 
 
 def body_paths(graph: Graph, prefix: str = "") -> Iterator[tuple[str, Node, Graph]]:
-    """Every body of ``graph`` (bodies within bodies too, outer first) with its path: the
-    names of the loops around it and its own joined by ``/``. A loop is named by its node, or
-    by its body where two loops share a node name (the two directions of a bidirectional
-    LSTM), or ``Loop#k`` (k counting the bodies of its graph); a branch by ``name.then_branch``."""
-    names = Counter(n.name for n in graph.nodes if n.op == "Loop")
-    k = 0
+    """Every body of ``graph`` (bodies within bodies too, outer first) with the loop path its
+    values are traced under: the labels of the loops around it and its own, outermost first
+    (``loop_label`` joined by ``LOOP_SEPARATOR``), so that ``run --trace`` and ``trace --loop``
+    take what ``inspect --list-values`` shows. A branch adds nothing to the path (its body's
+    values are traced under the loops around it; "" outside every loop)."""
     for node in graph.nodes:
-        for key, sub in node.subgraphs.items():
-            k += 1
-            if node.op != "Loop":
-                label = f"{node.name or node.op}.{key}"
-            elif node.name and names[node.name] == 1:
-                label = node.name
-            elif sub.name and sub.name != node.name:
-                label = sub.name
-            else:
-                label = f"{node.name or 'Loop'}#{k}"
-            path = f"{prefix}/{label}" if prefix else label
+        for sub in node.subgraphs.values():
+            path = prefix
+            if node.op == "Loop":
+                path = f"{prefix}{LOOP_SEPARATOR}{loop_label(node)}" if prefix else loop_label(node)
             yield path, node, sub
             yield from body_paths(sub, path)
 

@@ -125,11 +125,13 @@ def _lowered_json(graph: Graph) -> dict[str, Any]:
 
 
 def traceable_values(graph: Graph) -> Iterator[tuple[str, list[str]]]:
-    """The names ``run --trace`` accepts, grouped by the loop (or branch) body holding them:
-    ``(top level)`` first, then each body by its path of loop names."""
-    yield "(top level)", _names(graph)
-    for path, _, body in body_paths(graph):
-        yield path, _names(body)
+    """The names ``run --trace`` accepts, grouped by the loop path they are traced under:
+    ``(top level)`` first, then each loop body (with the branches inside it) by its path."""
+    groups = {"(top level)": dict.fromkeys(_names(graph))}
+    for path, _, body in body_paths(graph):  # a branch's values join its loop's (or the top's)
+        groups.setdefault(path or "(top level)", {}).update(dict.fromkeys(_names(body)))
+    for path, names in groups.items():
+        yield path, list(names)
 
 
 def _names(graph: Graph) -> list[str]:
