@@ -407,9 +407,9 @@ def _status_kib(field: str) -> int:
 LAZY_PACKAGES = (
     "tensorloop.formats.onnx",
     "tensorloop.formats.openvino",
-    "tensorloop.backends.reference.kernels",
+    "tensorloop.reference.kernels",
     "tensorloop.backends.compiled",
-    "tensorloop.backends.xla",
+    "tensorloop.backends.jax",
 )
 if importlib.util.find_spec("jax") is None:
     LAZY_PACKAGES = LAZY_PACKAGES[:-1]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorloop.backends.runtime import TraceEntry
+from tensorloop.reference.runtime import TraceEntry
 
 
 def tolerance(dtype: np.dtype[Any]) -> tuple[float, float]:

@@ -12,9 +12,9 @@ import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
 
-from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.formats.onnx import load_onnx
 from tensorloop.ir.graph import Graph, Value
+from tensorloop.reference.interpreter import Interpreter
 from tensorloop.tensor.types import TensorType, tensor_type_of
 
 # rtol, atol by the name of an element type.

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from hypothesis import settings
 
-from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.ir.graph import Graph, Node
+from tensorloop.reference.interpreter import Interpreter
 from tensorloop.tensor.dtypes import dtype
 from tensorloop.tensor.types import TensorType, tensor_type_of
 

@@ -12,10 +12,10 @@ import onnx
 import pytest
 
 import tensorloop
-from tensorloop.backends.reference.registry import kernel_ops
 from tensorloop.formats.onnx.convert import find_converter
 from tensorloop.formats.openvino.convert import known_layer_types
 from tensorloop.ir.opdef import get_opdef, registered_ops
+from tensorloop.reference.registry import kernel_ops
 
 PACKAGE = Path(tensorloop.__file__).resolve().parent
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from . import ops  # noqa: F401  (registers the built-in ops before anything looks one up)
-from .backends.runtime import TraceEntry
 from .builder.loops import cond, fori_loop, scan, while_loop
 from .builder.ops import (
     abs,
@@ -88,6 +87,7 @@ from .ir.graph import Graph, Node, Value
 from .ir.loop import Loop, Sliced, Stacked
 from .limits import DEFAULT_MAX_ITERATIONS, Limits
 from .model import Model, Outputs, Session
+from .reference.runtime import TraceEntry
 from .tensor.dtypes import DType, dtype
 from .tensor.types import OptionalType, SequenceType, TensorType
 

@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from .backends.base import DEFAULT_BACKEND, Backend, Executable, Placement, get_backend
-from .backends.runtime import RunState, TraceEntry, coerce_inputs
 from .builder.tracing import Tensor, requested_name, root_graph
 from .errors import BackendError, GraphError, InputError
 from .ir.graph import Graph, Node, Value, Variable, copy_node
 from .ir.verify import verify
 from .limits import Limits, check_graph
+from .reference.runtime import RunState, TraceEntry, coerce_inputs
 from .tools.trace import Trace
 
 

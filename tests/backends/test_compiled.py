@@ -25,11 +25,11 @@ from loop_models import reference as docstring_model
 from tensorloop import Graph, Stacked, TensorType
 from tensorloop.backends import compiled
 from tensorloop.backends.compiled import CompiledExecutable, codegen, support
-from tensorloop.backends.reference import Interpreter
-from tensorloop.backends.runtime import RunState, coerce_inputs
 from tensorloop.errors import ExecutionError, LoopLimitError, TensorloopError
 from tensorloop.ir.emit import Emitter
 from tensorloop.ir.loop import ITERATION_TYPE
+from tensorloop.reference import Interpreter
+from tensorloop.reference.runtime import RunState, coerce_inputs
 
 F32, F64, I64, BOOL = "float32", "float64", "int64", "bool"
 

@@ -10,10 +10,10 @@ import numpy as np
 
 import tensorloop as tl
 from tensorloop.backends.compiled.memory import plan_buffers
-from tensorloop.backends.runtime import coerce_inputs
 from tensorloop.ir.graph import Graph, Node
 from tensorloop.ir.loop import Loop
 from tensorloop.ir.parser import parse_graph
+from tensorloop.reference.runtime import coerce_inputs
 
 CELL = textwrap.dedent(
     """\

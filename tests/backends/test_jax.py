@@ -26,7 +26,7 @@ from tensorloop.ir.emit import Emitter
 from tensorloop.ir.loop import ITERATION_TYPE
 
 jax = pytest.importorskip("jax")
-xla = pytest.importorskip("tensorloop.backends.xla")
+xla = pytest.importorskip("tensorloop.backends.jax")
 
 F32, F64, I64, BOOL = "float32", "float64", "int64", "bool"
 
@@ -43,7 +43,7 @@ def _plan(model: tl.Model, inputs: Any) -> Any:
 def _direct(model: tl.Model, backend: Any, inputs: Any) -> dict[str, Any]:
     """One backend's outputs, run directly (not through ``Model.run``, so conftest does not run
     the reference too: for loops too long for it; its agreement is checked on shorter ones)."""
-    from tensorloop.backends.runtime import RunState, coerce_inputs
+    from tensorloop.reference.runtime import RunState, coerce_inputs
 
     state = RunState(max_iterations=model.max_iterations)
     values = model.prepared(backend).run(coerce_inputs(model.graph, inputs), state)
@@ -274,7 +274,7 @@ def test_sequences_run_on_the_compiled_backend_and_say_why() -> None:
 def test_a_lowering_that_fails_moves_its_node_to_the_compiled_backend(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tensorloop.backends.xla import lowering
+    from tensorloop.backends.jax import lowering
 
     def broken(*args: Any) -> list[Any]:
         raise RuntimeError("not today")
@@ -328,7 +328,7 @@ def test_runs_from_many_threads_match_sequential_runs() -> None:
         for lim in rng.uniform(2, 1e4, 24)
     ]
     executable = model.prepared("jax")
-    from tensorloop.backends.runtime import RunState, coerce_inputs
+    from tensorloop.reference.runtime import RunState, coerce_inputs
 
     def run(feed: dict[str, Any]) -> list[Any]:
         return executable.run(coerce_inputs(model.graph, feed), RunState())  # type: ignore[no-any-return]
@@ -368,7 +368,7 @@ def test_auto_starts_on_the_compiled_backend_and_moves_a_hot_signature_to_xla(
     monkeypatch.setitem(model._prepared, "auto", executable)
     xs = np.random.default_rng(2).standard_normal((9, 4)).astype(np.float32)
     want = model.run({"xs": xs}, backend="reference")
-    from tensorloop.backends.runtime import coerce_inputs
+    from tensorloop.reference.runtime import coerce_inputs
 
     args = coerce_inputs(model.graph, {"xs": xs})
     assert executable.tier(args).where == auto.COMPILED
@@ -389,7 +389,7 @@ def test_auto_compiles_in_the_background_by_default(monkeypatch: pytest.MonkeyPa
     executable = model.prepared("auto")
     assert isinstance(executable, auto.AutoExecutable)
     executable.wait()
-    from tensorloop.backends.runtime import coerce_inputs
+    from tensorloop.reference.runtime import coerce_inputs
 
     assert executable.tier(coerce_inputs(model.graph, {"xs": xs})).where == auto.XLA
     assert get_backend("auto").name == "auto"

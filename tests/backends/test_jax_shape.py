@@ -20,8 +20,7 @@ import tensorloop as tl
 from backend_agreement import assert_same_outputs, assert_same_value
 from ops_harness import C
 from ops_harness import build as build_node
-from tensorloop.backends.reference.interpreter import Interpreter
-from tensorloop.backends.xla.lowering import (
+from tensorloop.backends.jax.lowering import (
     LOWERINGS,
     ConstantPool,
     LowerContext,
@@ -30,6 +29,7 @@ from tensorloop.backends.xla.lowering import (
 )
 from tensorloop.errors import ExecutionError
 from tensorloop.ir.graph import Node
+from tensorloop.reference.interpreter import Interpreter
 from tensorloop.tensor.dtypes import DType
 
 RNG = np.random.default_rng(11)

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from onnx_oracle import assert_close, infer, one_node, ort_run, run_core, tensorloop_run
-from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.errors import GraphError
 from tensorloop.formats.onnx import load_onnx
 from tensorloop.ir.graph import Graph
+from tensorloop.reference.interpreter import Interpreter
 from tensorloop.tensor.types import TensorType, tensor_type_of
 
 FAST = settings(max_examples=25, deadline=None)

@@ -18,10 +18,10 @@ from hypothesis.extra import numpy as hnp
 from onnx import helper
 
 from onnx_oracle import assert_close, infer, is_float, one_node, ort_run, tensorloop_run
-from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.errors import ExecutionError, GraphError
 from tensorloop.formats.onnx.backend import check_case
 from tensorloop.ir.graph import Graph
+from tensorloop.reference.interpreter import Interpreter
 from tensorloop.tensor.dtypes import dtype
 from tensorloop.tensor.types import TensorType, tensor_type_of
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from onnx_oracle import assert_close, infer, one_node, run_core, tensorloop_run
 from onnx_oracle import same_as_onnxruntime as oracle_same
-from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.errors import ExecutionError, GraphError
 from tensorloop.ir.graph import Graph
+from tensorloop.reference.interpreter import Interpreter
 from tensorloop.tensor.types import TensorType
 
 FAST = settings(max_examples=40, deadline=None)

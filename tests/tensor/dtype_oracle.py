@@ -9,8 +9,8 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from onnx_oracle import one_node, ort_run
-from tensorloop.backends.reference.kernels.quant import convert
 from tensorloop.formats.onnx.convert import ONNX_DTYPES
+from tensorloop.reference.kernels.quant import convert
 from tensorloop.tensor.dtypes import DType, dtype, string_array
 
 D = DType

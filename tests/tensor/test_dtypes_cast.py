@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from onnx_oracle import run_core
-from tensorloop.backends.reference.kernels.quant import convert
 from tensorloop.errors import ExecutionError, GraphError
 from tensorloop.formats.onnx.convert import ONNX_DTYPES
 from tensorloop.ir.graph import Graph
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
+from tensorloop.reference.kernels.quant import convert
 from tensorloop.tensor.dtypes import DType, dtype, float_max, int_range
 
 # -- element types ---------------------------------------------------------------------------

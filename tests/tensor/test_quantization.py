@@ -11,9 +11,9 @@ import pytest
 from dtype_oracle import ELEM, Array, D, as_ort, assert_same, ort_node
 
 from onnx_oracle import run_core
-from tensorloop.backends.reference.kernels.quant import convert
 from tensorloop.errors import GraphError
 from tensorloop.formats.onnx.convert import ONNX_DTYPES
+from tensorloop.reference.kernels.quant import convert
 from tensorloop.tensor.dtypes import DType, int_range
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import tensorloop as tl
-from tensorloop.backends.runtime import loop_label
 from tensorloop.errors import InputError
+from tensorloop.reference.runtime import loop_label
 from tensorloop.tools.trace import Iterations, Trace, save, summarize
 
 DATA = Path(__file__).resolve().parents[1] / "data"

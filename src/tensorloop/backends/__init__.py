@@ -1,7 +1,8 @@
 """Backends run graphs; each implements the ``Backend`` protocol and registers under a name."""
 
-from .base import Backend, BodyRunner, Executable, backend_names, get_backend, register_backend
-from .runtime import DEFAULT_MAX_ITERATIONS, RunState, TraceEntry, coerce_inputs
+from ..reference.registry import BodyRunner
+from ..reference.runtime import DEFAULT_MAX_ITERATIONS, RunState, TraceEntry, coerce_inputs
+from .base import Backend, Executable, backend_names, get_backend, register_backend
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",

@@ -16,12 +16,12 @@ from typing import Any
 
 from ..errors import TensorloopError
 from ..ir.graph import Graph, Node
+from ..passes.specialize import signature
+from ..reference import Interpreter
+from ..reference.runtime import RunState
 from ..tensor.types import Type
 from .base import register_backend
 from .compiled import CompiledExecutable
-from .compiled.specialize import signature
-from .reference import Interpreter
-from .runtime import RunState
 
 PROMOTE_AFTER_SECONDS = 0.25
 """Run time on the compiled backend, per signature, after which XLA compiles it: about what

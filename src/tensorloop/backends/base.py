@@ -9,12 +9,8 @@ from typing import Any, Protocol
 
 from ..errors import BackendError
 from ..ir.graph import Graph, Node
+from ..reference.runtime import RunState
 from ..tensor.types import Type
-from .runtime import RunState
-
-BodyRunner = Callable[[Graph, Sequence[Any]], list[Any]]
-"""How a backend runs a loop body or a branch: ``run(graph, args) -> results``. Kernels of
-control-flow ops call the runner their backend gives them, never an interpreter directly."""
 
 
 class Executable(Protocol):
@@ -61,7 +57,7 @@ _INSTANCES: dict[str, Backend] = {}
 _BUILTIN = {
     "reference": "tensorloop.backends.reference",
     "compiled": "tensorloop.backends.compiled",
-    "jax": "tensorloop.backends.xla",
+    "jax": "tensorloop.backends.jax",
     "auto": "tensorloop.backends.auto",
 }
 """Built-in backends by name, and the module whose import registers each one."""

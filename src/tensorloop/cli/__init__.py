@@ -15,12 +15,12 @@ from rich.console import Console
 from rich.text import Text
 
 from ..backends.base import DEFAULT_BACKEND, backend_names
-from ..backends.runtime import LOOP_SEPARATOR, loop_label
 from ..errors import TensorloopError
 from ..io import load
 from ..ir.graph import Graph, Node
 from ..limits import DEFAULT_MAX_ITERATIONS, Limits
 from ..model import Model
+from ..reference.runtime import LOOP_SEPARATOR, loop_label
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 """Every command takes ``-h`` as well as ``--help``."""

@@ -17,12 +17,12 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from ..backends.runtime import RunState, TraceEntry, coerce_inputs
 from ..errors import TensorloopError
 from ..ir.graph import Graph
 from ..ir.loop import Loop
 from ..limits import Limits
 from ..model import Model, Outputs
+from ..reference.runtime import RunState, TraceEntry, coerce_inputs
 from ..tensor.dtypes import from_numpy
 from ..tools.inputs import write_inputs_file
 from . import (

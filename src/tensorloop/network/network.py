@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..backends.runtime import DEFAULT_MAX_ITERATIONS
 from ..errors import GraphError, NetworkError
+from ..reference.runtime import DEFAULT_MAX_ITERATIONS
 from ..tensor.dtypes import DTypeLike
 from ..tensor.types import TensorType
 from .enums import (

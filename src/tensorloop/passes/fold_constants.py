@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..backends.base import Backend, get_backend
 from ..errors import TensorloopError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value
+from ..reference import evaluate
 from ..tensor.types import TensorType, Type
 from .base import Pass, PassResult
 from .dead_code import has_side_effects
@@ -42,11 +43,14 @@ def _static_size(t: Type) -> int | None:
     return math.prod(int(d) for d in t.shape)
 
 
-def folded_values(
-    node: Node, backend: str | Backend = "reference"
-) -> list[np.ndarray[Any, Any]] | None:
+Evaluator = Callable[[Node, Sequence[Any]], list[Any]]
+"""``evaluate(node, inputs) -> outputs``: how folding computes a node (the reference kernels by
+default; a backend's ``evaluate`` may stand in, as the boundary tests do)."""
+
+
+def folded_values(node: Node, evaluator: Evaluator = evaluate) -> list[np.ndarray[Any, Any]] | None:
     """The outputs of ``node`` if they are known without running the graph, else None: all its
-    inputs are constants (evaluated by ``backend``), or it is Shape/Size of a static shape."""
+    inputs are constants (computed by ``evaluator``), or it is Shape/Size of a static shape."""
     if node.op in NOT_FOLDABLE or node.subgraphs or has_side_effects(node):
         return None
     sizes = [_static_size(o.type) for o in node.outputs]
@@ -62,16 +66,16 @@ def folded_values(
         return None
     try:
         with np.errstate(all="ignore"):
-            outs = get_backend(backend).evaluate(node, args)
+            outs = evaluator(node, args)
     except TensorloopError:
         return None  # a failure is the run's to report, with the run's inputs
     return [np.asarray(o) for o in outs]
 
 
-def fold_node(node: Node, backend: str | Backend = "reference") -> list[Value] | None:
+def fold_node(node: Node, evaluator: Evaluator = evaluate) -> list[Value] | None:
     """Replace ``node`` by Constants of its outputs when they are known; the Constants' values
     (named as the outputs were), or None if the node stays."""
-    values = folded_values(node, backend)
+    values = folded_values(node, evaluator)
     graph = node.graph
     if values is None or graph is None:
         return None
@@ -88,18 +92,18 @@ def fold_node(node: Node, backend: str | Backend = "reference") -> list[Value] |
 
 
 class FoldConstants(Pass):
-    """Evaluate every node whose inputs are constants (and Shape/Size of static shapes), on
-    ``backend`` (through the backend boundary, like any run)."""
+    """Evaluate every node whose inputs are constants (and Shape/Size of static shapes) with
+    ``evaluator`` (the reference kernels unless another is given)."""
 
     name = "fold_constants"
 
-    def __init__(self, backend: str | Backend = "reference") -> None:
-        self.backend = backend
+    def __init__(self, evaluator: Evaluator = evaluate) -> None:
+        self.evaluator = evaluator
 
     def run(self, graph: Graph) -> PassResult:
         changed = False
         for _, node in list(graph.walk()):
-            changed |= fold_node(node, self.backend) is not None
+            changed |= fold_node(node, self.evaluator) is not None
         return PassResult(graph, changed)
 
 

@@ -44,9 +44,9 @@ TRACED_NOTE = (
 _LAZY = (
     "tensorloop.formats.onnx",
     "tensorloop.formats.openvino",
-    "tensorloop.backends.reference.kernels",
+    "tensorloop.reference.kernels",
     "tensorloop.backends.compiled",
-    "tensorloop.backends.xla",
+    "tensorloop.backends.jax",
 )
 
 
@@ -56,9 +56,9 @@ def import_ahead(runtimes: Iterable[str]) -> None:
     names = list(runtimes)
     modules = []
     if any(n.startswith(TENSORLOOP_PREFIX) for n in names):
-        modules += [p for p in _LAZY if p != "tensorloop.backends.xla"]
+        modules += [p for p in _LAZY if p != "tensorloop.backends.jax"]
         if f"{TENSORLOOP_PREFIX}jax" in names and importlib.util.find_spec("jax") is not None:
-            modules.append("tensorloop.backends.xla")
+            modules.append("tensorloop.backends.jax")
     for package in modules:
         pkg = importlib.import_module(package)
         for info in pkgutil.iter_modules(pkg.__path__):

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.runtime import LOOP_SEPARATOR, TraceEntry
 from ..errors import InputError
+from ..reference.runtime import LOOP_SEPARATOR, TraceEntry
 
 STATISTICS = ("norm", "min", "max", "mean")
 """The statistics of each traced value: the L2 norm of all its elements, and their min, max and

@@ -17,10 +17,10 @@ from onnx.backend.test.case.model import collect_testcases
 
 import tensorloop as tl
 from onnx_oracle import infer
-from tensorloop.backends.reference.interpreter import Interpreter
 from tensorloop.errors import ExecutionError, FormatError, GraphError, InputError
 from tensorloop.formats.onnx.backend import check_case
 from tensorloop.ir.graph import Graph
+from tensorloop.reference.interpreter import Interpreter
 from tensorloop.tensor.dtypes import DType
 from tensorloop.tensor.types import OptionalType, SequenceType, TensorType, Type
 

@@ -34,12 +34,12 @@ from ...passes import (
     merge_split_elementwise,
 )
 from ...passes.base import Pass
+from ...passes.specialize import signature, specialize
+from ...reference import Interpreter
+from ...reference.runtime import RunState
 from ...tensor.types import Type
 from ..base import register_backend
-from ..reference import Interpreter
-from ..runtime import RunState
 from .codegen import generate
-from .specialize import signature, specialize
 
 PIPELINE: list[Pass] = [
     fold_constants,

@@ -21,10 +21,10 @@ from ...ir.graph import Graph, Node, Value, static_type
 from ...ir.loop import Loop
 from ...ir.opdef import get_opdef
 from ...limits import nbytes
+from ...reference.allocation import predicted
+from ...reference.kernels.control_flow import empty_stacked
+from ...reference.runtime import loop_label, loop_limit_error, timeout_error
 from ...tensor.types import TensorType
-from ..allocation import predicted
-from ..reference.kernels.control_flow import empty_stacked
-from ..runtime import loop_label, loop_limit_error, timeout_error
 from . import support
 from .memory import VIEW_OPS, plan_buffers, plan_in_place
 from .ops import Operand, inline, inline_into

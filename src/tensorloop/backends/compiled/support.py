@@ -12,10 +12,10 @@ import numpy as np
 from ...errors import ExecutionError
 from ...ir.graph import Graph, Node
 from ...ir.opdef import get_opdef
-from ..allocation import check_outputs
-from ..reference.interpreter import Interpreter, invoke
-from ..reference.registry import KernelContext, get_kernel
-from ..runtime import RunState
+from ...reference.allocation import check_outputs
+from ...reference.interpreter import Interpreter, invoke
+from ...reference.registry import KernelContext, get_kernel
+from ...reference.runtime import RunState
 
 Array = np.ndarray[Any, Any]
 

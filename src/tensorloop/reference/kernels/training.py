@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.training import OPTIMIZERS
+from ...ops.training import OPTIMIZERS
 from ..registry import KernelContext, kernel
 
 Array = np.ndarray[Any, Any]

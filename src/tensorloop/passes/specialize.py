@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import TensorloopError
-from ...ir.graph import Graph, Value
-from ...ir.loop import Loop
-from ...ir.opdef import infer_types
-from ...passes import fold_constants
-from ...tensor.types import TensorType, Type
+from ..errors import TensorloopError
+from ..ir.graph import Graph, Value
+from ..ir.loop import Loop
+from ..ir.opdef import infer_types
+from ..tensor.types import TensorType, Type
+from . import fold_constants
 
 
 def signature(args: Sequence[Any]) -> tuple[Hashable, ...]:

@@ -9,8 +9,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ....errors import ExecutionError
-from ....tensor.types import normalize_axis
+from ...errors import ExecutionError
+from ...tensor.types import normalize_axis
 from ..registry import Kernel, KernelContext, kernel
 
 Array = np.ndarray[Any, Any]

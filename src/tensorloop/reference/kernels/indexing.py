@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.indexing import block_rearrangement
+from ...ops.indexing import block_rearrangement
 from ..registry import KernelContext, kernel
 from .elementwise import Array, axis_in, fail, widen
 

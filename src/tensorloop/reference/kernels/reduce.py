@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.common import normalize_axes
+from ...ops.common import normalize_axes
 from ..registry import Kernel, KernelContext, kernel
 from .elementwise import Array, axis_in, fail, is_float, widen
 

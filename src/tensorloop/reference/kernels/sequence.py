@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.sequence import split_chunks
+from ...ops.sequence import split_chunks
 from ..registry import KernelContext, kernel
 from .elementwise import Array, axis_in, fail
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...errors import GraphError, UnsupportedOpError
+from ..errors import GraphError, UnsupportedOpError
 
 if TYPE_CHECKING:
-    from ...ir.graph import Node
-    from ..base import BodyRunner
-    from ..runtime import RunState
+    from ..ir.graph import Graph, Node
+    from .runtime import RunState
+
+BodyRunner = Callable[["Graph", Sequence[Any]], list[Any]]
+"""How a backend runs a loop body or a branch: ``run(graph, args) -> results``. Kernels of
+control-flow ops call the runner their backend gives them, never an interpreter directly."""
 
 Kernel = Callable[..., Any]
 """``fn(ctx, *inputs) -> value``, or a tuple with one value per output (None for no outputs)."""

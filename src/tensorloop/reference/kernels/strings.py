@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.strings import compile_pattern, label_tables, tfidf_pool
-from ....tensor.dtypes import string_array
+from ...ops.strings import compile_pattern, label_tables, tfidf_pool
+from ...tensor.dtypes import string_array
 from ..registry import KernelContext, kernel
 from .elementwise import Array, fail
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.signal import WINDOWS, dft_axis, dft_length
+from ...ops.signal import WINDOWS, dft_axis, dft_length
 from ..registry import KernelContext, kernel
 from .elementwise import fail
 

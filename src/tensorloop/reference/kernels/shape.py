@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ....ops.common import normalize_axes
-from ....ops.shape import range_length, range_stash, reshape_dims, slice_bounds, split_sizes
-from ....tensor.dtypes import DType, from_numpy
+from ...ops.common import normalize_axes
+from ...ops.shape import range_length, range_stash, reshape_dims, slice_bounds, split_sizes
+from ...tensor.dtypes import DType, from_numpy
 from ..registry import KernelContext, kernel
 from .elementwise import Array, axis_in, fail, is_float
 from .quant import convert

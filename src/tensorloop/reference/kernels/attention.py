@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ....ir.graph import Graph
-from ....tensor.dtypes import DType
+from ...ir.graph import Graph
+from ...tensor.dtypes import DType
 from ..registry import KernelContext, kernel
 from .elementwise import fail, widen
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ....errors import ExecutionError
+from ...errors import ExecutionError
 from ..registry import KernelContext, kernel
 
 

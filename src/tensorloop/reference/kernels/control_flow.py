@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ....errors import ExecutionError, TensorloopError
-from ....ir.branch import If
-from ....ir.graph import Node
-from ....ir.loop import Loop, Stacked, result_types_for
-from ....tensor.types import TensorType, Type, normalize_axis
+from ...errors import ExecutionError, TensorloopError
+from ...ir.branch import If
+from ...ir.graph import Node
+from ...ir.loop import Loop, Stacked, result_types_for
+from ...tensor.types import TensorType, Type, normalize_axis
 from ..registry import KernelContext, kernel
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ....ops.common import normalize_axes
-from ....ops.nn import Window, stash_dtype, transpose_out_shape, window
-from ....tensor.dtypes import from_numpy
-from ....tensor.types import TensorType
+from ...ops.common import normalize_axes
+from ...ops.nn import Window, stash_dtype, transpose_out_shape, window
+from ...tensor.dtypes import from_numpy
+from ...tensor.types import TensorType
 from ..registry import KernelContext, kernel
 from .elementwise import Array, axis_in, fail, is_float, widen
 

@@ -260,7 +260,7 @@ def _constant_of_shape(ctx: LowerContext, node: Node, attrs: Attrs, shape: Any) 
 def _range(ctx: LowerContext, node: Node, attrs: Attrs, *bounds: Any) -> list[Any]:
     """All three bounds are constants: the reference's own answer, computed once here."""
     from ...errors import TensorloopError
-    from ..reference import Interpreter
+    from ...reference import Interpreter
 
     data = [v.constant for v in node.inputs if v is not None]
     try:

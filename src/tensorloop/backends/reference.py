@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...ir.graph import Graph, Node
-from ...tensor.types import Type
-from ..base import register_backend
-from ..runtime import RunState
-from .interpreter import Interpreter
+from ..ir.graph import Graph, Node
+from ..reference.interpreter import Interpreter
+from ..reference.runtime import RunState
+from ..tensor.types import Type
+from .base import register_backend
 
 
 class ReferenceExecutable:
@@ -25,7 +25,7 @@ class ReferenceExecutable:
 
 
 class ReferenceBackend:
-    """Runs every op with the NumPy kernels of ``backends/reference/kernels``."""
+    """Runs every op with the NumPy kernels of ``reference/kernels``."""
 
     name = "reference"
 
@@ -40,4 +40,4 @@ class ReferenceBackend:
 
 register_backend("reference", ReferenceBackend)
 
-__all__ = ["Interpreter", "ReferenceBackend", "ReferenceExecutable"]
+__all__ = ["ReferenceBackend", "ReferenceExecutable"]

@@ -38,13 +38,13 @@ from ...passes import (
     merge_split_elementwise,
 )
 from ...passes.base import Pass
+from ...passes.specialize import signature, specialize
+from ...reference import Interpreter
+from ...reference.allocation import predicted
+from ...reference.runtime import RunState, loop_limit_error
 from ...tensor.types import TensorType, Type
-from ..allocation import predicted
 from ..base import register_backend
 from ..compiled import CompiledExecutable, optimize
-from ..compiled.specialize import signature, specialize
-from ..reference import Interpreter
-from ..runtime import RunState, loop_limit_error
 
 try:
     import jax

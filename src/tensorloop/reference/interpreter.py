@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ExecutionError, ResourceLimitError, TensorloopError
-from ...ir.graph import Graph, Node, Value
-from ...ir.opdef import get_opdef
-from ..allocation import check_outputs, predicted
-from ..runtime import DEFAULT_MAX_ITERATIONS, RunState, describe, loop_label, runtime_value
+from ..errors import ExecutionError, ResourceLimitError, TensorloopError
+from ..ir.graph import Graph, Node, Value
+from ..ir.opdef import get_opdef
+from .allocation import check_outputs, predicted
 from .registry import Kernel, KernelContext, get_kernel
+from .runtime import DEFAULT_MAX_ITERATIONS, RunState, describe, loop_label, runtime_value
 
 
 class Interpreter:

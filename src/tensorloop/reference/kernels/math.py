@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.math import parse_einsum
+from ...ops.math import parse_einsum
 from ..registry import Kernel, KernelContext, kernel
 from .elementwise import Array, axis_in, fail, is_float, widen
 from .reduce import running

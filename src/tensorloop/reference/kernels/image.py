@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.image import resize_plan
+from ...ops.image import resize_plan
 from ..registry import KernelContext, kernel
 from .elementwise import Array, axis_in, fail, widen
 

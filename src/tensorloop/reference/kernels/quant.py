@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ....ops.quant import expand_param, quantized_type
-from ....tensor.dtypes import DType, dtype, float_max, int_range, string_array
+from ...ops.quant import expand_param, quantized_type
+from ...tensor.dtypes import DType, dtype, float_max, int_range, string_array
 from ..registry import KernelContext, kernel
 from .elementwise import Array, fail
 
