@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 import tensorloop as tl
-from tensorloop.formats.onnx.exporter import to_onnx
+from tensorloop.formats.onnx.writer import to_onnx
 
 OPSET = 17
 IR_VERSION = 8

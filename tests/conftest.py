@@ -1,11 +1,14 @@
 """Suite-wide laws: every model a test builds survives print -> parse -> print unchanged, and
-every run a test makes gives the same outputs, trace, variables (or error) on every backend."""
+every run a test makes gives the same outputs, trace, variables (or error) on every backend,
+each backend running the nodes it claims: a handoff to another backend (``FallbackWarning``,
+``Outputs.handoffs``) fails the test unless the test declares it (``@pytest.mark.handoff``)."""
 
 from __future__ import annotations
 
 import os
+import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -13,8 +16,8 @@ import pytest
 import tensorloop as tl
 from backend_agreement import assert_same_outputs, assert_same_trace, assert_same_value
 from tensorloop.backends import compiled
-from tensorloop.backends.base import get_backend
-from tensorloop.errors import TensorloopError
+from tensorloop.backends.base import PLAN, Handoff, get_backend
+from tensorloop.errors import FallbackWarning, TensorloopError
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
 
@@ -35,6 +38,32 @@ def _text_round_trip_of_every_model(monkeypatch: pytest.MonkeyPatch) -> Iterator
 
     monkeypatch.setattr(tl.Model, "__init__", checked)
     yield
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "handoff(reason=''): the test means a backend to hand nodes to another (a deoptimisation, "
+        "a placement): FallbackWarning is no error in it, and the backend law allows handoffs",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """FallbackWarning is an error in every test, unless it declares a handoff: a filter the
+    test's other marks (``ignore::RuntimeWarning``, say) cannot override, as it is applied
+    after them."""
+    for item in items:
+        action = "ignore" if item.get_closest_marker("handoff") is not None else "error"
+        item.add_marker(pytest.mark.filterwarnings(f"{action}::tensorloop.errors.FallbackWarning"))
+
+
+def unclaimed(backend: str, handoffs: Sequence[Handoff]) -> list[Handoff]:
+    """The handoffs of a run on ``backend`` beyond what the backend claims to run elsewhere:
+    the jax backend places nodes on the compiled backend while planning (listed by
+    ``Model.placement``); no other backend hands anything on."""
+    if backend == "jax":
+        return [h for h in handoffs if not (h.source == "jax" and h.stage == PLAN)]
+    return list(handoffs)
 
 
 CHECKED_BACKENDS = ("reference", "compiled")
@@ -67,12 +96,37 @@ def checked_backends(test_id: str) -> tuple[str, ...]:
     return CHECKED_BACKENDS
 
 
+class _Recording(tl.LoopObserver):
+    """Records the loop events of one run, passing them on to ``then`` (the test's observer)."""
+
+    def __init__(self, then: Any = None) -> None:
+        self.then = then
+        self.events: list[tuple[str, tuple[str, ...], int]] = []
+
+    def on_iteration(self, path: tuple[str, ...], iteration: int) -> None:
+        self.events.append(("iteration", path, iteration))
+        if self.then is not None:
+            self.then.on_iteration(path, iteration)
+
+    def on_loop_end(self, path: tuple[str, ...], trips: int) -> None:
+        self.events.append(("end", path, trips))
+        if self.then is not None:
+            self.then.on_loop_end(path, trips)
+
+
 @pytest.fixture(autouse=True)
 def _every_backend_agrees_with_the_reference(
     monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> Iterator[None]:
     original = tl.Session.run
     backends = checked_backends(request.node.nodeid)
+    declared = request.node.get_closest_marker("handoff") is not None
+
+    def ran_itself(backend: str, handoffs: Sequence[Handoff], where: str) -> None:
+        """The run on ``backend`` ran the nodes its backend claims (else the law would compare
+        the reference with itself), unless the test declares a handoff."""
+        extra = [] if declared else unclaimed(backend, handoffs)
+        assert not extra, f"{where}: {backend} handed on {[str(h) for h in extra]}"
 
     def checked(self: tl.Session, inputs: Any = (), **options: Any) -> tl.Outputs:
         backend = options.get("backend")
@@ -81,27 +135,45 @@ def _every_backend_agrees_with_the_reference(
             return original(self, inputs, **options)
         before = dict(self.state)
         error: TensorloopError | None = None
+        # Every backend tells an observer the same iterations (a non-observer is refused).
+        observed = callable(getattr(options.get("observer"), "on_iteration", None))
+        if observed:
+            options["observer"] = seen = _Recording(options["observer"])
         try:
             outputs = original(self, inputs, **options)
         except TensorloopError as exc:
             error = exc
+        if error is None:
+            ran_itself(name, outputs.handoffs, name)
+        elif name != "jax":  # the jax backend may hand an error's run on (a fault code)
+            ran_itself(name, error.handoffs, name)
         after = self.state
         for other in backends:
             if other == name:
                 continue
             self.state = dict(before)
             where = f"{other} vs {name}"
+            if observed:
+                options["observer"] = theirs_seen = _Recording()
             try:
-                theirs = original(self, inputs, **{**options, "backend": other})
+                with warnings.catch_warnings():
+                    if other == "jax":  # its placements are claimed, checked below
+                        warnings.simplefilter("ignore", FallbackWarning)
+                    theirs = original(self, inputs, **{**options, "backend": other})
             except TensorloopError as exc:
                 assert error is not None, f"{where}: {other} raised {exc!r}, {name} did not"
                 assert type(exc) is type(error), f"{where}: {exc!r} vs {error!r}"
+                if other != "jax":
+                    ran_itself(other, exc.handoffs, where)
                 continue
             finally:
                 variables, self.state = self.state, after
             assert error is None, f"{where}: {name} raised {error!r}, {other} did not"
+            ran_itself(other, theirs.handoffs, where)
             assert_same_outputs(outputs, theirs, where)
             assert_same_trace(outputs.trace, theirs.trace, where)
+            if observed:
+                assert theirs_seen.events == seen.events, f"{where}: loop observers differ"
             assert sorted(variables) == sorted(after), f"{where}: variables differ"
             for key in after:
                 assert_same_value(after[key], variables[key], f"{where}: variable '{key}'")

@@ -40,7 +40,7 @@ def test_every_reference_kernel_belongs_to_a_registered_op() -> None:
 
 # -- (b) the converter registries ----------------------------------------------------------------
 # Domains whose ops the ONNX importer maps to the same-named core op when no converter is
-# registered (see _CORE_DOMAINS in tensorloop/formats/onnx/importer.py).
+# registered (see _CORE_DOMAINS in tensorloop/formats/onnx/reader.py).
 SAME_NAMED_DOMAINS = ("", "ai.onnx.ml", "ai.onnx.preview.training")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import ops  # noqa: F401  (registers the built-in ops before anything looks one up)
+from .backends.base import Handoff
 from .builder.loops import cond, fori_loop, scan, while_loop
 from .builder.ops import (
     abs,
@@ -68,6 +69,7 @@ from .builder.tracing import (
 )
 from .errors import (
     ExecutionError,
+    FallbackWarning,
     FormatError,
     GraphError,
     InputError,
@@ -87,7 +89,8 @@ from .ir.graph import Graph, Node, Value
 from .ir.loop import Loop, Sliced, Stacked
 from .limits import DEFAULT_MAX_ITERATIONS, Limits
 from .model import Model, Outputs, Session
-from .reference.runtime import TraceEntry
+from .reference.runtime import LoopObserver
+from .reference.trace import Trace, TraceEntry
 from .tensor.dtypes import DType, dtype
 from .tensor.types import OptionalType, SequenceType, TensorType
 
@@ -97,14 +100,17 @@ __all__ = [
     "DEFAULT_MAX_ITERATIONS",
     "DType",
     "ExecutionError",
+    "FallbackWarning",
     "FormatError",
     "Graph",
     "GraphError",
+    "Handoff",
     "If",
     "InputError",
     "Limits",
     "Loop",
     "LoopLimitError",
+    "LoopObserver",
     "Model",
     "NetworkError",
     "Node",
@@ -121,6 +127,7 @@ __all__ = [
     "Tensor",
     "TensorType",
     "TensorloopError",
+    "Trace",
     "TraceEntry",
     "UnsupportedOpError",
     "Value",

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TensorloopError(Exception):
-    """Base of every error tensorloop raises on purpose."""
+    """Base of every error tensorloop raises on purpose. ``handoffs``: for an error a run
+    raised, what its backend had handed on to another before it (``Outputs.handoffs``)."""
+
+    handoffs: tuple[Any, ...] = ()
 
 
 class GraphError(TensorloopError):
@@ -58,3 +63,10 @@ class UnsupportedOpError(TensorloopError):
 
 class BackendError(TensorloopError):
     """No backend of that name exists, or a backend was asked for something it cannot do."""
+
+
+class FallbackWarning(RuntimeWarning):
+    """A backend handed part of a run to another backend (a ``Handoff``: which nodes, from
+    which backend to which, and why): the answer is the other backend's, and so is its speed.
+    Warned once per plan and reason; the test suite makes it an error unless a test declares
+    the handoff."""

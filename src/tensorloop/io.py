@@ -1,4 +1,4 @@
-"""``tl.load`` and ``tl.save``: model files by suffix, through a registry the frontends fill."""
+"""``tl.load`` and ``tl.save``: model files by suffix, each read and written by its format."""
 
 from __future__ import annotations
 
@@ -6,45 +6,29 @@ import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from .errors import FormatError, ParseError, TensorloopError
+from .errors import FormatError, TensorloopError
 from .model import Model
 
-Loader = Callable[..., Model]
-Saver = Callable[..., None]
-
-_LOADERS: dict[str, Loader] = {}
-_SAVERS: dict[str, Saver] = {}
-_FRONTENDS = ("tensorloop.formats.openvino", "tensorloop.formats.onnx")
-
-
-def loader(*suffixes: str) -> Callable[[Loader], Loader]:
-    def register(fn: Loader) -> Loader:
-        for s in suffixes:
-            _LOADERS[s] = fn
-        return fn
-
-    return register
+FORMATS = {
+    ".tl": "text",
+    ".tlir": "text",
+    ".onnx": "onnx",
+    ".xml": "openvino",
+}
+"""Model files by suffix: the ``tensorloop.formats`` module whose ``load_file(path, **options)``
+and ``save_file(model, path, **options)`` read and write them (imported on first use)."""
 
 
-def saver(*suffixes: str) -> Callable[[Saver], Saver]:
-    def register(fn: Saver) -> Saver:
-        for s in suffixes:
-            _SAVERS[s] = fn
-        return fn
-
-    return register
-
-
-def _suffix(path: str | os.PathLike[str], table: dict[str, Any], verb: str) -> str:
-    for module in _FRONTENDS:  # imported on first use: they register their suffixes
-        importlib.import_module(module)
+def _format(path: str | os.PathLike[str], verb: str) -> ModuleType:
     suffix = Path(path).suffix.lower()
-    if suffix in table:
-        return suffix
-    known = ", ".join(sorted(table))
-    raise FormatError(f"{path}: unknown model format '{suffix}'; tensorloop {verb}s {known}")
+    name = FORMATS.get(suffix)
+    if name is None:
+        known = ", ".join(sorted(FORMATS))
+        raise FormatError(f"{path}: unknown model format '{suffix}'; tensorloop {verb}s {known}")
+    return importlib.import_module(f"tensorloop.formats.{name}")
 
 
 def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
@@ -55,7 +39,7 @@ def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
 
             return _guarded(f"<ONNX model '{path.graph.name}'>", load_onnx, path, **options)
         raise FormatError(f"cannot load a {type(path).__name__}: expected a path or a ModelProto")
-    fn = _LOADERS[_suffix(path, _LOADERS, "load")]
+    fn = _format(path, "load").load_file
     if not Path(path).is_file():
         raise FormatError(f"{path}: no such file")
     return _guarded(str(path), fn, path, **options)
@@ -83,29 +67,4 @@ def _guarded(label: str, fn: Callable[..., Model], *args: Any, **options: Any) -
 
 def save(model: Model, path: str | os.PathLike[str], **options: Any) -> None:
     """Write a model; the format follows the suffix."""
-    _SAVERS[_suffix(path, _SAVERS, "save")](model, path, **options)
-
-
-@loader(".tl", ".tlir")
-def _load_text(path: str | os.PathLike[str], **options: Any) -> Model:
-    from .ir.parser import parse_graph
-
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = exc.object[: exc.start].count(b"\n") + 1
-        raise ParseError(
-            f"{path}: line {line}: not UTF-8 text (byte {exc.start}: {exc.reason})"
-        ) from None
-    try:
-        graph = parse_graph(text)
-        return Model(graph, **options)
-    except TensorloopError as exc:
-        raise type(exc)(f"{path}: {exc}") from None
-
-
-@saver(".tl", ".tlir")
-def _save_text(model: Model, path: str | os.PathLike[str]) -> None:
-    from .ir.printer import print_graph
-
-    Path(path).write_text(print_graph(model.graph) + "\n", encoding="utf-8")
+    _format(path, "save").save_file(model, path, **options)

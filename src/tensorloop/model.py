@@ -8,25 +8,41 @@ from typing import Any
 
 import numpy as np
 
-from .backends.base import DEFAULT_BACKEND, Backend, Executable, Placement, get_backend
+from .backends.base import (
+    DEFAULT_BACKEND,
+    Backend,
+    Executable,
+    Handoff,
+    Placement,
+    get_backend,
+)
 from .builder.tracing import Tensor, requested_name, root_graph
-from .errors import BackendError, GraphError, InputError
+from .errors import BackendError, GraphError, InputError, TensorloopError
 from .ir.graph import Graph, Node, Value, Variable, copy_node
 from .ir.verify import verify
 from .limits import Limits, check_graph
-from .reference.runtime import RunState, TraceEntry, coerce_inputs
-from .tools.trace import Trace
+from .reference.runtime import LoopObserver, RunState, coerce_inputs
+from .reference.trace import Trace, TraceEntry
 
 
 class Outputs(dict[str, Any]):
     """A run's outputs by name; ``.trace`` holds the traced values, if any were asked for: a
-    ``Trace`` per name (``tools/trace.py``), its entries keyed by loop path and iteration."""
+    ``Trace`` per name (``reference/trace.py``), its entries keyed by loop path and iteration;
+    ``.handoffs`` what the run's backend handed to another backend (``Handoff``: which nodes,
+    to which backend, why), empty when it ran every node itself."""
 
     trace: dict[str, Trace]
+    handoffs: tuple[Handoff, ...]
 
-    def __init__(self, values: Mapping[str, Any], trace: Mapping[str, list[TraceEntry]]) -> None:
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        trace: Mapping[str, list[TraceEntry]],
+        handoffs: Sequence[Handoff] = (),
+    ) -> None:
         super().__init__(values)
         self.trace = {name: Trace(name, entries) for name, entries in trace.items()}
+        self.handoffs = tuple(handoffs)
 
 
 class Session:
@@ -49,13 +65,16 @@ class Session:
         backend: str | Backend | None = None,
         max_iterations: int | None = None,
         timeout: float | None = None,
+        observer: LoopObserver | None = None,
     ) -> Outputs:
         """Run once; ``inputs`` by name or in input order. ``trace`` names body values to record
         at every iteration (``outputs.trace[name]`` is a ``Trace``: a list of
         TraceEntry(iteration, value, loop), ``.stacked(loop)`` an array per loop path);
         ``backend`` overrides the model's; ``max_iterations`` and ``timeout`` (wall-clock
         seconds) override the model's ``Limits`` for this run: a loop still going when either
-        runs out stops with ``LoopLimitError`` or ``RunTimeoutError``."""
+        runs out stops with ``LoopLimitError`` or ``RunTimeoutError``. ``observer`` (a
+        ``LoopObserver``) is told of this run's every loop iteration as it starts, and of
+        each loop's end (the run plans its loops as written, as a traced run does)."""
         limits = self.model.limits
         if max_iterations is not None or timeout is not None:
             limits = replace(
@@ -74,6 +93,13 @@ class Session:
             unknown = [n for n in names if n not in known]
             if unknown:
                 raise InputError(f"cannot trace {', '.join(unknown)}: no such value in the model")
+        if observer is not None and not all(
+            callable(getattr(observer, m, None)) for m in ("on_iteration", "on_loop_end")
+        ):
+            raise InputError(
+                f"observer must be a tensorloop.LoopObserver (on_iteration and on_loop_end), "
+                f"got {type(observer).__name__}"
+            )
         args = coerce_inputs(graph, inputs, where=f"model '{graph.name}'")
         state = RunState(
             variables=self.state,
@@ -81,9 +107,20 @@ class Session:
             trace_names=frozenset(names),
             limits=limits,
             timeout=limits.timeout,
+            observer=observer,
         )
-        results = self.model.prepared(backend).run(args, state)
-        return Outputs(dict(zip(self.model.output_names, results, strict=True)), state.trace)
+        try:
+            results = self.model.prepared(backend).run(args, state)
+        except TensorloopError as exc:
+            if state.handoffs:  # the error may be another backend's: say which and why
+                exc.handoffs = tuple(state.handoffs)
+                for handoff in state.handoffs[:3]:
+                    exc.add_note(f"before this error, {handoff}")
+                if len(state.handoffs) > 3:
+                    exc.add_note(f"and {len(state.handoffs) - 3} more handoffs (error.handoffs)")
+            raise
+        named = dict(zip(self.model.output_names, results, strict=True))
+        return Outputs(named, state.trace, state.handoffs)
 
 
 def _shaped(inputs: Mapping[str, Any] | Sequence[Any]) -> Any:
@@ -183,13 +220,19 @@ class Model:
         backend: str | Backend | None = None,
         max_iterations: int | None = None,
         timeout: float | None = None,
+        observer: LoopObserver | None = None,
     ) -> Outputs:
         """Run in the model's default session (persistent tensors carry over between runs);
         ``backend`` (a name such as ``"reference"``) overrides the model's for this run, and
-        ``max_iterations`` and ``timeout`` (seconds) the model's ``limits`` (see
-        ``Session.run``)."""
+        ``max_iterations`` and ``timeout`` (seconds) the model's ``limits``; ``observer`` is
+        told of every loop iteration (see ``Session.run``)."""
         return self._session.run(
-            inputs, trace=trace, backend=backend, max_iterations=max_iterations, timeout=timeout
+            inputs,
+            trace=trace,
+            backend=backend,
+            max_iterations=max_iterations,
+            timeout=timeout,
+            observer=observer,
         )
 
     def compile(
@@ -211,7 +254,10 @@ class Model:
         self, inputs: Mapping[str, Any] | Sequence[Any], *, backend: str | Backend = "jax"
     ) -> list[Placement]:
         """Where each top-level node runs on ``backend`` for inputs of these types, and why a
-        node does not run where the backend would rather run it (XLA, for ``jax``)."""
+        node does not run where the backend would rather run it (XLA, for ``jax``). Nodes a
+        plan hands to another backend (``Handoff``s decided up front) carry the reason: the
+        compiled backend lists, besides its top-level nodes, each node inside one whose
+        bodies it leaves to the reference interpreter."""
         args = coerce_inputs(self.graph, _shaped(inputs), where=f"model '{self.graph.name}'")
         executable = self.prepared(backend)
         find = getattr(executable, "placement", None)

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from click.testing import CliRunner, Result
 
 import tensorloop as tl
 from tensorloop.cli import main
-from tensorloop.tools.summary import summarize
+from tensorloop.errors import FormatError
+from tensorloop.formats.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 RNN = str(ROOT / "examples" / "rnn.tl")
@@ -100,6 +102,26 @@ def test_inspect_errors_are_one_line(tmp_path: Path) -> None:
     result = invoke("inspect", str(bad))
     assert result.exit_code == 1 and result.output.startswith("error: ")
     assert "not a readable ONNX model" in result.output and "Traceback" not in result.output
+
+
+def test_summaries_are_registered_by_suffix(tmp_path: Path) -> None:
+    """formats/summary.py keeps the registry; each format's summary module registers itself,
+    reading its files with that format's own reader."""
+    import tensorloop.formats.summary as fs
+
+    summary = fs.summarize(SCRIPTED)
+    assert summary.format == "ONNX"
+    assert {".onnx", ".xml", ".tl", ".tlir"} <= set(fs._SUMMARIZERS)
+    assert fs._SUMMARIZERS[".onnx"].__module__ == "tensorloop.formats.onnx.summary"
+    assert fs._SUMMARIZERS[".xml"].__module__ == "tensorloop.formats.openvino.summary"
+    odd = tmp_path / "m.pb"
+    odd.write_bytes(b"")
+    with pytest.raises(FormatError, match=r"m.pb: unknown model format '.pb'; tensorloop reads"):
+        fs.summarize(odd)
+    empty = tmp_path / "e.onnx"
+    empty.write_bytes(b"")
+    with pytest.raises(FormatError, match=r"e.onnx: the file is empty \(0 bytes\)"):
+        fs.summarize(empty)
 
 
 def test_listed_loop_paths_are_the_paths_traces_carry(tmp_path: Path) -> None:

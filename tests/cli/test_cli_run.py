@@ -190,19 +190,43 @@ def test_unwritable_output_paths_are_one_line(tmp_path: Path) -> None:
 
 
 def test_progress_view_shows_loop_and_rate_after_a_moment() -> None:
-    watch = run_module.LoopWatch()
-    watch.watched["t"] = stats = run_module.LoopStats("outer/inner")
+    watch = run_module.LoopCounter()
     view = run_module._ProgressView(watch)
     console = Console(record=True, width=120)
     console.print(view)
     assert console.export_text().strip() == ""  # a short run shows nothing
     view.start -= 2 * run_module.PROGRESS_AFTER
-    watch.record("t", np.int64(0))
-    watch.record("t", np.int64(1))
+    watch.on_iteration(("outer", "inner"), 0)
+    watch.on_iteration(("outer", "inner"), 1)
     console.print(view)
     text = console.export_text()
-    assert "loop outer/inner: 2 iterations" in text and "it/s" in text
-    assert stats.runs == 1
+    assert "loop outer > inner: 2 iterations" in text and "it/s" in text
+    assert watch.loops[("outer", "inner")].runs == 1
+
+
+def test_loops_counts_every_run_of_a_nested_loop_and_leaves_the_model_as_it_was(
+    tmp_path: Path,
+) -> None:
+    xs = tl.placeholder(F32, (3, 4), name="xs")
+
+    def outer(c: tl.Tensor, row: tl.Tensor) -> tuple[tl.Tensor, tl.Tensor]:
+        def inner(c2: tl.Tensor, v: tl.Tensor) -> tuple[tl.Tensor, tl.Tensor]:
+            return c2 + v, v
+
+        c2, _ = tl.scan(inner, tl.constant(np.float32(0)), row)
+        return c + c2, c2
+
+    c, _ = tl.scan(outer, tl.constant(np.float32(0)), xs)
+    path = tmp_path / "nested.tl"
+    tl.save(tl.Model({"c": c}), path)
+    before = path.read_text()
+    result = invoke("run", str(path), "-i", f"xs={np.ones((3, 4)).tolist()}", "--loops", "--json")
+    assert result.exit_code == 0, result.output
+    loops = json.loads(result.output)["loops"]
+    assert [(loop["iterations"], loop["runs"]) for loop in loops] == [(3, 1), (12, 3)]
+    assert loops[1]["path"].startswith(loops[0]["path"] + " > ")
+    assert all(loop["seconds"] > 0 for loop in loops)
+    assert path.read_text() == before
 
 
 def test_python_dash_m_runs_the_cli() -> None:

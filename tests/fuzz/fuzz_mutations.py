@@ -867,7 +867,8 @@ def load_and_run(
             if first is None:
                 first = got
             else:
-                assert_same_outputs(got, first, f"{backend} vs the first backend")
+                where, pair = f"{backend} vs the first backend", (str(backend), str(backends[0]))
+                assert_same_outputs(got, first, where, backends=pair)
         return Outcome("ok", None, first)
 
 

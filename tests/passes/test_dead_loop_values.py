@@ -5,17 +5,19 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from loop_pass_laws import assert_pass_keeps_results, builder_cases
+from loop_pass_laws import assert_bit_identical, assert_pass_keeps_results, builder_cases
 
 import tensorloop as tl
 from loop_models import LoopSpec, build, loop_specs, make_inputs
 from tensorloop.ir.graph import Graph
 from tensorloop.ir.parser import parse_graph
 from tensorloop.ir.printer import print_graph
-from tensorloop.passes import eliminate_dead_loop_values
+from tensorloop.passes import eliminate_dead_code, eliminate_dead_loop_values
+from tensorloop.tensor.dtypes import string_array
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -87,7 +89,7 @@ def test_dead_loop_values_keeps_what_the_condition_and_assign_read() -> None:
     assert not eliminate_dead_loop_values(g).changed
 
 
-def test_a_loop_that_fed_only_dead_outputs_goes() -> None:
+def test_a_loop_that_fed_only_dead_outputs_keeps_its_trips() -> None:
     xs = tl.placeholder("float32", (3, 2, 4), name="xs")
 
     def outer(c: tl.Tensor, x: tl.Tensor) -> tuple[tl.Tensor, tl.Tensor]:
@@ -96,11 +98,18 @@ def test_a_loop_that_fed_only_dead_outputs_goes() -> None:
 
     c, (_, _) = tl.scan(outer, tl.constant([0.0, 0.0, 0.0, 0.0], "float32"), xs)
     g = tl.Model({"c": c}).graph
-    assert eliminate_dead_loop_values(g).changed
-    # The outer loop's stacked outputs were all the inner loop fed: it goes with them.
-    text = print_graph(g)
-    assert text.count("Loop(") == 1 and "stacked = []} : f32[4]" in text
+    # The outer loop's stacked outputs were all the inner loop fed: they go, and the inner
+    # loop's values with them. The inner loop itself stays, with no outputs: its two trips can
+    # pass the iteration limit, and the reference (running every node) reports it there.
+    feed = {"xs": np.ones((3, 2, 4), np.float32)}
+    after = assert_pass_keeps_results(eliminate_dead_loop_values, g, feed)
+    text = print_graph(after)
+    assert text.count("Loop(") == 2 and "stacked = []} : f32[4]" in text
     assert "%c = Loop(carried=[%const], sliced=[%xs])" in text
+    assert "    Loop(sliced=[%x0])" in text
+    assert not eliminate_dead_code(after).changed
+    for limit in (1, 2, 3):  # the inner loop's error at 1, the outer loop's at 2
+        assert_pass_keeps_results(eliminate_dead_loop_values, g, feed, limit)
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +132,63 @@ def test_dead_loop_values_keep_results_of_random_loops(spec: LoopSpec, data: Any
 def test_dead_loop_values_keep_results_of_builder_loops(case: tuple[Graph, dict[str, Any]]) -> None:
     graph, inputs = case
     assert_pass_keeps_results(eliminate_dead_loop_values, graph, inputs)
+
+
+# -- a node that may fail is never dropped ------------------------------------------------------
+PARSED = textwrap.dedent(
+    """\
+    graph @main(%ss: str[3], %n0: i64[], %acc0: i64[]) {
+      %n, %acc = Loop(carried=[%n0, %acc0], sliced=[%ss]) {body = graph @body(%i: i64[], %n: i64[], %a: i64[], %s: str[]) {
+        %t = Constant() {value = dense<bool[]>[true]} : bool[]
+        %one = Constant() {value = dense<i64[]>[1]} : i64[]
+        %nn = Add(%n, %one) : i64[]
+        %v = Cast(%s) {to = i64} : i64[]
+        %an = Add(%a, %v) : i64[]
+        %dead = Neg(%v) : i64[]
+        return %t, %nn, %an
+      }, sliced = [Sliced(axis=0, reverse=false)]} : i64[], i64[]
+      %unread = Cast(%ss) {to = i64} : i64[3]
+      return %n
+    }"""  # noqa: E501
+)
+
+
+def _parsed_feed(last: str) -> dict[str, Any]:
+    return {"ss": string_array(["1", "20", last], (3,)), "n0": np.int64(0), "acc0": np.int64(0)}
+
+
+def test_a_failing_node_feeding_only_an_unread_carried_value_stays() -> None:
+    # The carried sum %acc is never read, but the reference parses every row to compute it and
+    # fails on "abc": the Cast stays (its result unread), and the error with it; the sum goes.
+    g = parse_graph(PARSED)
+    for feed in (_parsed_feed("3"), _parsed_feed("abc")):
+        after = assert_pass_keeps_results(eliminate_dead_loop_values, g, feed)
+        text = print_graph(after)
+        assert "%n = Loop(carried=[%n0], sliced=[%ss])" in text
+        assert "%v = Cast(%s) {to = i64} : i64[]" in text
+        assert "%an = " not in text and "%dead" not in text  # what cannot fail goes
+    model = tl.Model(g)
+    assert_bit_identical(model.run(_parsed_feed("3"))["n"], np.int64(3), "default backend")
+    for backend in ("reference", "compiled"):
+        with pytest.raises(tl.ExecutionError, match="Cast: cannot read 'abc' as a number"):
+            model.run(_parsed_feed("abc"), backend=backend)
+
+
+def test_dead_code_keeps_nodes_that_may_fail() -> None:
+    # The reference runs every node, read or not, at the top level as in bodies: an unread
+    # Cast from strings (top level and in the body) and an unread Loop (which may pass the
+    # iteration limit) stay; an unread Neg goes.
+    g = parse_graph(PARSED)
+    assert eliminate_dead_code(g).changed
+    text = print_graph(g)
+    assert "%dead" not in text
+    assert "%unread = Cast(%ss)" in text and "%v = Cast(%s)" in text
+    assert not eliminate_dead_code(g).changed
+    g2 = parse_graph(PARSED.replace("return %n\n", "return %n0\n"))
+    eliminate_dead_code(g2)
+    assert "Loop(" in print_graph(g2)
+    feed = _parsed_feed("abc")
+    feed["ss"] = string_array(["1", "abc", "2"], (3,))
+    for graph in (parse_graph(PARSED), parse_graph(PARSED.replace("return %n\n", "return %n0\n"))):
+        assert_pass_keeps_results(eliminate_dead_code, graph, feed)
+        assert_pass_keeps_results(eliminate_dead_code, graph, _parsed_feed("7"), 2)

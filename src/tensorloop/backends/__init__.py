@@ -1,7 +1,13 @@
 """Backends run graphs; each implements the ``Backend`` protocol and registers under a name."""
 
 from ..reference.registry import BodyRunner
-from ..reference.runtime import DEFAULT_MAX_ITERATIONS, RunState, TraceEntry, coerce_inputs
+from ..reference.runtime import (
+    DEFAULT_MAX_ITERATIONS,
+    LoopObserver,
+    RunState,
+    TraceEntry,
+    coerce_inputs,
+)
 from .base import Backend, Executable, backend_names, get_backend, register_backend
 
 __all__ = [
@@ -9,6 +15,7 @@ __all__ = [
     "Backend",
     "BodyRunner",
     "Executable",
+    "LoopObserver",
     "RunState",
     "TraceEntry",
     "backend_names",

@@ -4,7 +4,13 @@ all, XLA compiles the model for that signature in a background thread, and runs 
 XLA program when it is ready. A model that runs briefly never pays for XLA; a model that runs
 long pays once. Without JAX installed, everything stays on the compiled backend. A run with a
 timeout stays on the compiled backend, which checks the deadline every loop iteration, unless
-the XLA plan holds no loop XLA cannot interrupt (``JaxExecutable.interruptible``)."""
+the XLA plan holds no loop XLA cannot interrupt (``JaxExecutable.interruptible``).
+
+Runs on XLA are the jax backend's: what its plan hands to the compiled backend is on their
+``Outputs.handoffs`` and warned (``FallbackWarning``). A signature XLA cannot take (JAX
+missing, a ``TensorloopError`` while planning) stays on the compiled backend, said in its
+``Tier.why``; any other exception of the compile is a bug, raised by the signature's next run
+(at once without a background thread), never swallowed."""
 
 from __future__ import annotations
 
@@ -38,6 +44,9 @@ class Tier:
     runs: int = 0
     seconds: float = 0.0
     why: str = ""
+    failure: BaseException | None = None
+    """An exception the XLA compile raised that is no typed refusal (a bug): the next run of
+    the signature raises it, never hiding it."""
 
 
 class AutoExecutable:
@@ -64,9 +73,12 @@ class AutoExecutable:
             t.join()
 
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
-        if state.trace_names:
+        if state.trace_names or state.observer is not None:  # every iteration on the host
             return self.compiled.run(args, state)
         tier = self.tier(args)
+        if tier.failure is not None:
+            failure, tier.failure = tier.failure, None
+            raise failure
         # With a deadline, only a plan whose XLA islands can be stopped in time runs on XLA.
         if tier.where == XLA and (
             state.deadline is None or self._jax_executable().interruptible(args)
@@ -100,8 +112,11 @@ class AutoExecutable:
             except TensorloopError as exc:  # JAX missing, or nothing XLA can run
                 tier.where, tier.why = STAYS, str(exc)
                 return
-            except Exception as exc:  # a bug of ours: the compiled backend keeps answering
+            except Exception as exc:  # a bug of ours: the next run raises it
                 tier.where, tier.why = STAYS, f"{type(exc).__name__}: {exc}"
+                if not self.background:
+                    raise
+                tier.failure = exc
                 return
             tier.where = XLA
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..tools.bench import MEMORY_NOTE, TRACED_NOTE, Benchmark, bench
+from ..tools.bench import HANDOFFS_NOTE, MEMORY_NOTE, TRACED_NOTE, Benchmark, bench
 from . import console, main, plain, print_json
 from .compare import feed_options, runtimes_option
 from .inputs import Inputs, input_options
@@ -39,6 +39,7 @@ def show_benchmark(b: Benchmark) -> None:
         ("first run ms", "right"),
         ("peak RSS MiB", "right"),
         ("traced KiB", "right"),
+        ("handoffs", "right"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for t in b.timings:
@@ -52,12 +53,15 @@ def show_benchmark(b: Benchmark) -> None:
             _ms(t.first_run_s),
             _mib(t.peak_rss_bytes),
             "-" if t.traced_peak_bytes is None else f"{t.traced_peak_bytes / 1024:.1f}",
+            "-" if t.handoffs is None else str(t.handoffs),
         )
     if b.timings:
         out.print(table)
         out.print(plain("first run: load + first run, libraries imported beforehand"))
         out.print(plain(f"peak RSS: {MEMORY_NOTE[b.memory_method]}"))
         out.print(plain(f"traced: {TRACED_NOTE}"))
+        if any(t.handoffs for t in b.timings):
+            out.print(plain(f"handoffs: {HANDOFFS_NOTE}"))
     for name, reason in b.skipped.items():
         out.print(plain(f"skipped {name}: {reason}"))
     for name, reason in b.failed.items():

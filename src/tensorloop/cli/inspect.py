@@ -10,9 +10,9 @@ from typing import Any
 import click
 from rich.table import Table
 
+from ..formats.summary import LoopSummary, ModelSummary, graph_summary, summarize
 from ..ir.graph import Graph
 from ..ir.printer import print_graph
-from ..tools.summary import LoopSummary, ModelSummary, graph_summary, summarize
 from . import body_paths, console, load_model, main, plain, print_json
 
 ELIDE_CONSTANTS = 16

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +20,14 @@ from rich.text import Text
 
 from ..errors import TensorloopError
 from ..ir.graph import Graph
-from ..ir.loop import Loop
 from ..limits import Limits
 from ..model import Model, Outputs
-from ..reference.runtime import RunState, TraceEntry, coerce_inputs
+from ..reference.runtime import LOOP_SEPARATOR, LoopObserver, loop_label
+from ..reference.trace import TraceEntry
 from ..tensor.dtypes import from_numpy
 from ..tools.inputs import write_inputs_file
 from . import (
     backend_option,
-    body_paths,
     console,
     describe_error,
     fail,
@@ -135,13 +135,10 @@ def run(
         write_inputs_file(inputs_target, feeds)
 
     show_progress = not quiet and not as_json and sys.stdout.isatty() and sys.stderr.isatty()
-    watch = LoopWatch.of(model.graph) if watch_loops else None
+    watch = LoopCounter(model.graph) if watch_loops else None
     started = time.perf_counter()
     with Progress(watch, show_progress):
-        if watch is not None:
-            outputs = watch.run(model, feeds, trace_names, backend)
-        else:
-            outputs = model.run(feeds, trace=trace_names, backend=backend)
+        outputs = model.run(feeds, trace=trace_names, backend=backend, observer=watch)
     run_s = time.perf_counter() - started
 
     shown = {name: outputs[name] for name in wanted}
@@ -158,6 +155,7 @@ def run(
                 "outputs": [output_stats(k, v) for k, v in shown.items()],
                 "loops": loops,
                 "trace": {k: len(v) for k, v in outputs.trace.items()},
+                "handoffs": [asdict(h) for h in outputs.handoffs],
                 "time": {"load_s": load_s, "run_s": run_s},
             }
         )
@@ -169,6 +167,8 @@ def run(
     print_trace(out, outputs)
     for loop in loops:
         out.print(plain(loop_line(loop)))
+    for handoff in outputs.handoffs:  # what another backend ran, and why
+        out.print(plain(f"handoff: {handoff}"))
     out.print(plain(f"ran in {_seconds(run_s)} on {backend} (loaded in {_seconds(load_s)})"))
 
 
@@ -319,100 +319,86 @@ def loop_line(loop: dict[str, Any]) -> str:
 # -- watching loops ---------------------------------------------------------------------------
 @dataclass
 class LoopStats:
+    """One loop's iterations and runs (a run: the loop from its first iteration to its end)
+    and their time in all."""
+
     path: str
     iterations: int = 0
     runs: int = 0
     seconds: float = 0.0
-    first: float = 0.0
+    started: float | None = None
+    """When the loop's current run began (None between runs)."""
     last: float = 0.0
-    count: int = 0
+    """When its latest iteration began."""
 
-    def close(self) -> None:
-        """End the current run of the loop: its time is from its first iteration to its last,
-        plus one iteration's worth."""
-        if self.count > 1:
-            self.seconds += (self.last - self.first) * self.count / (self.count - 1)
-        self.count = 0
+    def close(self, now: float) -> None:
+        """End the current run of the loop (if one is going) at ``now``."""
+        if self.started is not None:
+            self.seconds += now - self.started
+            self.started = None
 
 
-@dataclass
-class LoopWatch(RunState):
-    """A run's state that counts each loop's iterations as they start, through the trace of
-    the loop's iteration counter (renamed so that no two loops share it)."""
+class LoopCounter(LoopObserver):
+    """The observer of a ``--loops`` run: counts and times each loop's iterations as they
+    start; ``current`` is the loop that ran the latest iteration (for the progress display)."""
 
-    watched: dict[str, LoopStats] = field(default_factory=dict)
-    current: LoopStats | None = None
-    user_trace: frozenset[str] = frozenset()
+    def __init__(self, graph: Graph | None = None) -> None:
+        self.loops: dict[tuple[str, ...], LoopStats] = {}
+        self.current: LoopStats | None = None
+        for path in loop_paths(graph) if graph is not None else ():
+            self.loops[path] = LoopStats(LOOP_SEPARATOR.join(path))
 
-    @classmethod
-    def of(cls, graph: Graph) -> LoopWatch:
-        """A watch over every loop of ``graph``, whose iteration counters it renames."""
-        watch = cls()
-        loops = [(path, Loop(node)) for path, node, _ in body_paths(graph) if node.op == "Loop"]
-        for k, (path, loop) in enumerate(loops):
-            it = loop.iteration
-            name = f"tl_loop{k}_iteration"
-            if loop.body.rename(it, name):
-                watch.watched[name] = LoopStats(path)
-        return watch
-
-    def record(self, name: str, value: Any) -> None:
-        stats = self.watched.get(name)
-        if stats is None:
-            if name in self.user_trace:
-                super().record(name, value)
-            return
+    def on_iteration(self, path: tuple[str, ...], iteration: int) -> None:
         now = time.perf_counter()
-        if int(value) == 0:
-            stats.close()
+        stats = self.loops.get(path)
+        if stats is None:
+            stats = self.loops[path] = LoopStats(LOOP_SEPARATOR.join(path))
+        if iteration == 0:
+            stats.close(stats.last)  # a run the loop did not end (never, unless rerun)
             stats.runs += 1
-            stats.first = now
-        stats.last = now
-        stats.count += 1
+            stats.started = now
         stats.iterations += 1
+        stats.last = now
         self.current = stats
 
-    def run(
-        self, model: Model, feeds: dict[str, Any], trace: tuple[str, ...], backend: str
-    ) -> Outputs:
-        graph = model.graph
-        known = {v.name for _, n in graph.walk() for v in n.outputs} | set(model.input_names)
-        known |= {p.name for _, n in graph.walk() for g in n.subgraphs.values() for p in g.inputs}
-        unknown = [n for n in trace if n not in known]
-        if unknown:  # as Session.run says it
-            fail(f"cannot trace {', '.join(unknown)}: no such value in the model")
-        limits = model.limits
-        self.variables = model.state
-        self.max_iterations = limits.max_iterations
-        self.limits = limits
-        self.timeout = limits.timeout
-        self.deadline = None if limits.timeout is None else time.monotonic() + limits.timeout
-        self.user_trace = frozenset(trace)
-        self.trace_names = frozenset(self.watched) | self.user_trace
-        args = coerce_inputs(graph, feeds, where=f"model '{graph.name}'")
-        results = model.prepared(backend).run(args, self)
-        return Outputs(dict(zip(model.output_names, results, strict=True)), self.trace)
+    def on_loop_end(self, path: tuple[str, ...], trips: int) -> None:
+        stats = self.loops.get(path)
+        if stats is not None:
+            stats.close(time.perf_counter())
 
     def summary(self) -> list[dict[str, Any]]:
+        """Each loop of the model (outer first), with its iterations, runs and seconds (None
+        where it ran no iteration)."""
         out = []
-        for stats in self.watched.values():
-            stats.close()
+        for stats in self.loops.values():
+            stats.close(stats.last)
             out.append(
                 {
                     "path": stats.path,
                     "iterations": stats.iterations,
                     "runs": stats.runs,
-                    "seconds": stats.seconds if stats.iterations > 1 else None,
+                    "seconds": stats.seconds if stats.iterations else None,
                 }
             )
         return out
+
+
+def loop_paths(graph: Graph, outer: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """The loop path of every loop of ``graph`` (loops within loops too, outer first), as the
+    run's observer is given them (``loop_label``; a branch adds nothing)."""
+    for node in graph.nodes:
+        path = (*outer, loop_label(node)) if node.op == "Loop" else outer
+        if node.op == "Loop":
+            yield path
+        for sub in node.subgraphs.values():
+            yield from loop_paths(sub, path)
 
 
 class _ProgressView:
     """What the live display shows: nothing for the first half second, then a pulsing bar
     with the time so far and, when loops are watched, the loop running and its rate."""
 
-    def __init__(self, watch: LoopWatch | None) -> None:
+    def __init__(self, watch: LoopCounter | None) -> None:
         self.watch = watch
         self.start = time.perf_counter()
 
@@ -436,7 +422,7 @@ class _ProgressView:
 class Progress:
     """A live progress display on stderr while the run goes on, when ``shown``."""
 
-    def __init__(self, watch: LoopWatch | None, shown: bool) -> None:
+    def __init__(self, watch: LoopCounter | None, shown: bool) -> None:
         self.live = (
             Live(_ProgressView(watch), console=console(stderr=True), transient=True)
             if shown

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -254,6 +254,55 @@ class Loop:
         """The node's outputs: the final carried values, then the stacked outputs."""
         return list(self.node.outputs)
 
+    # -- facts about its trips: every backend and pass reads them here ------------------------
+    @property
+    def always_continues(self) -> bool:
+        """The body's ``continue_condition`` is a constant true: no iteration ends the loop."""
+        return true_constant(self.continue_condition)
+
+    @property
+    def always_starts(self) -> bool:
+        """The loop has no ``initial_condition`` or a constant true one."""
+        return self.condition is None or true_constant(self.condition)
+
+    @property
+    def can_stop_early(self) -> bool:
+        """Whether a condition may end the loop before its bounds do: an ``initial_condition``
+        that is not a constant true, or a ``continue_condition`` that is not."""
+        return not (self.always_starts and self.always_continues)
+
+    @property
+    def constant_trip_count(self) -> int | None:
+        """The ``max_trip_count`` a one-element Constant gives (a negative one counts as 0);
+        None when there is none or only the run knows it (``trip_count_is_dynamic``)."""
+        return constant_trip_count(self.trip_count)
+
+    @property
+    def trip_count_is_dynamic(self) -> bool:
+        """A ``max_trip_count`` is given whose value only the run knows."""
+        return self.trip_count is not None and self.constant_trip_count is None
+
+    @property
+    def static_lengths(self) -> list[int] | None:
+        """Each sliced source's length along its axis (one per source, in order), when the
+        static types know them all; None if some is known only at run time."""
+        return static_lengths(self.node.inputs, self.node.attrs)
+
+    def bound_given(self, lengths: Iterable[int]) -> int | None:
+        """The most times the loop can run once its sliced sources' ``lengths`` (one per
+        source, as at trace or run time) are known: the least of them and the constant trip
+        count. A condition, or a trip count known only at run time, may stop it sooner; None
+        when nothing else bounds it."""
+        return least_bound(self.constant_trip_count, lengths)
+
+    def trips_given(self, lengths: Iterable[int]) -> int | None:
+        """How many times the loop runs once its sliced sources' ``lengths`` are known, when
+        only its bounds can stop it: None if a condition may stop it early
+        (``can_stop_early``), its trip count is known only at run time, or nothing bounds it."""
+        if self.can_stop_early or self.trip_count_is_dynamic:
+            return None
+        return self.bound_given(lengths)
+
     @property
     def static_trip_count(self) -> int | None:
         """How many times the loop runs, if known without running it (see loop_trip_count)."""
@@ -324,30 +373,33 @@ class Loop:
         )
 
 
-def loop_trip_count(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) -> int | None:
-    """How many times a Loop with these inputs runs, if that is known without running it: no
-    condition can stop it, and its bounds are constants or static sliced lengths."""
-    body: Graph = attrs["body"]
-    cond = body.outputs[0].constant if body.outputs else None
-    if inputs[1] is not None or cond is None or cond.size != 1 or not bool(cond.reshape(())):
-        return None
-    trip = inputs[0]
-    if trip is not None and trip.constant is None:
-        return None
-    return loop_trip_bound(inputs, attrs)
+def true_constant(value: Value | None) -> bool:
+    """Whether a one-element Constant gives ``value`` and it is true."""
+    data = None if value is None else value.constant
+    return data is not None and data.size == 1 and bool(data.reshape(-1)[0])
 
 
-def loop_trip_bound(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) -> int | None:
-    """The most times a Loop with these inputs can run, if known without running it: the least
-    of its constant trip count and its static sliced lengths (a condition may stop it sooner).
-    None when some bound is only known at run time, or there is none."""
-    bounds: list[int] = []
-    trip = inputs[0]
-    if trip is not None:
-        data = trip.constant
-        if data is None or data.size != 1:
-            return None
-        bounds.append(max(int(data.reshape(-1)[0]), 0))
+def constant_trip_count(trip: Value | None) -> int | None:
+    """The value of a ``max_trip_count`` input that a one-element Constant gives, at least 0;
+    None for no trip count or one known only at run time."""
+    data = None if trip is None else trip.constant
+    if data is None or data.size != 1:
+        return None
+    return max(int(data.reshape(-1)[0]), 0)
+
+
+def least_bound(trip_count: int | None, lengths: Iterable[int]) -> int | None:
+    """The most trips of a loop with this constant trip count (None: none, or one only the run
+    knows) and these sliced lengths: the least of them; None if there are none."""
+    bounds = [*([] if trip_count is None else [trip_count]), *lengths]
+    return min(bounds) if bounds else None
+
+
+def static_lengths(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) -> list[int] | None:
+    """The lengths along their axes of the sliced sources of a Loop with these inputs, when
+    their static types know them all; None if some is known only at run time (or its axis is
+    out of range, which running reports)."""
+    lengths: list[int] = []
     sources = LoopCounts.of(len(inputs), attrs).split_inputs(inputs).sources
     for src, s in zip(sources, attrs.get("sliced", ()), strict=True):
         t = None if src is None else src.type
@@ -360,8 +412,34 @@ def loop_trip_bound(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) ->
         d = t.shape[normalize_axis(s.axis, len(t.shape), "Loop")]
         if not isinstance(d, int):
             return None
-        bounds.append(d)
-    return min(bounds) if bounds else None
+        lengths.append(d)
+    return lengths
+
+
+def loop_trip_count(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) -> int | None:
+    """How many times a Loop with these inputs runs, if that is known without running it: it
+    has no ``initial_condition`` (a given one, even a constant true one, leaves the count to
+    the run here, as inferred types have it), its ``continue_condition`` is a constant true,
+    and its bounds are constants or static sliced lengths."""
+    body: Graph = attrs["body"]
+    if inputs[1] is not None or not body.outputs or not true_constant(body.outputs[0]):
+        return None
+    trip = inputs[0]
+    if trip is not None and trip.constant is None:
+        return None
+    return loop_trip_bound(inputs, attrs)
+
+
+def loop_trip_bound(inputs: Sequence[Value | None], attrs: Mapping[str, Any]) -> int | None:
+    """The most times a Loop with these inputs can run, if known without running it: the least
+    of its constant trip count and its static sliced lengths (a condition may stop it sooner).
+    None when some bound is only known at run time, or there is none."""
+    trip = inputs[0]
+    count = constant_trip_count(trip)
+    if trip is not None and count is None:
+        return None
+    lengths = static_lengths(inputs, attrs)
+    return None if lengths is None else least_bound(count, lengths)
 
 
 def result_types_for(body: Graph, param_types: Sequence[Type]) -> list[Type]:

@@ -51,7 +51,7 @@ class IElementWiseLayer(ILayer):
         check_same_ranks(self, [a, b])
         check_same_dtypes(self, [a, b])
         if self._op is ElementWiseOperation.FLOOR_DIV:
-            if a.tensor_type.dtype.numpy.kind == "f":
+            if a.tensor_type.dtype.is_float:  # bfloat16 too, whose NumPy kind is "V"
                 return [em.op("Floor", [em.op("Div", [a, b])])]
             # exact for integers: a - mod(a, b) is a multiple of b, mod taking b's sign
             rest = em.op("Mod", [a, b], {"fmod": 0})

@@ -1,11 +1,19 @@
-"""Reductions along axes: the Reduce* family, ArgMax/ArgMin, CumSum and Softmax."""
+"""Reductions along axes: the Reduce* family, ArgMax/ArgMin, CumSum, PrefixSum and Softmax."""
 
 from __future__ import annotations
 
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType
 from ..tensor.types import UNKNOWN, TensorType, Type
-from .common import expect, norm_axis, normalize_axes, reported, scalar_int, static_length
+from .common import (
+    expect,
+    expect_one_of,
+    norm_axis,
+    normalize_axes,
+    reported,
+    scalar_int,
+    static_length,
+)
 from .elementwise import Rule
 
 _REDUCE_ATTRS = {"keepdims": AttrSpec(int, 1), "noop_with_empty_axes": AttrSpec(int, 0)}
@@ -112,6 +120,30 @@ def _cumsum(ctx: InferContext) -> list[Type]:
     """Running sums of ``x`` along the axis held by the integer scalar ``axis``; exclusive=1 leaves
     each entry out of its own sum, reverse=1 sums from the end."""
     return running(ctx, expect(ctx, 0, "numeric"))
+
+
+PREFIX_SUM_DTYPES = frozenset(
+    {DType.float16, DType.bfloat16, DType.float32, DType.float64}
+    | {DType.int8, DType.int16, DType.int32, DType.int64}
+    | {DType.uint8, DType.uint16, DType.uint32, DType.uint64}
+)
+"""The element types of PrefixSum: those whose one Add of two values NumPy's ``add`` in that
+type gives bit for bit (one rounding per sum, or wrapping), so a running sum is the same sequence
+of Adds a loop makes."""
+
+
+@op("PrefixSum", attrs={"axis": AttrSpec(int, 0), "reverse": AttrSpec(int, 0)})
+def _prefix_sum(ctx: InferContext) -> list[Type]:
+    """Running sums of ``x`` along ``axis``, added one element at a time in ``x``'s own type,
+    exactly as a Loop carrying ``acc = Add(acc, x[k])`` adds: ``y[0] = x[0]`` and
+    ``y[k] = y[k-1] + x[k]``, each sum one Add (floats rounded once per step, integers
+    wrapping); reverse=1 runs from the end. CumSum may accumulate in a wider type; this op never
+    does. Not an ONNX op: ``loop_prefix_sums`` makes it inside the compiled backend's plans, and
+    the ONNX and OpenVINO writers refuse it."""
+    t = expect_one_of(ctx, 0, PREFIX_SUM_DTYPES)
+    if t.shape is not None:
+        norm_axis(ctx, ctx.attr("axis"), len(t.shape))
+    return [t]
 
 
 @op("Softmax", attrs={"axis": AttrSpec(int, -1)})

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node
-from .base import Pass, PassResult
+from .base import Pass, PassResult, cannot_fail
 
 SIDE_EFFECTS = frozenset({"Assign"})
 
 
 class EliminateDeadCode(Pass):
-    """Remove nodes with no used outputs and no side effects; bodies are cleaned too."""
+    """Remove nodes whose outputs nothing uses and that running could change nothing by:
+    no side effects, and no way to fail (``removable``); bodies are cleaned too.
+
+    The reference interpreter runs every node of a graph, read or not, at the top level as in
+    bodies (a Model built with the tl.* API holds only what its outputs need; a parsed or
+    imported graph holds what it was given), so a dead node that may fail, such as a Cast from
+    strings or a Loop (which may pass the iteration limit), stays: removing it would turn the
+    reference's error into a result."""
 
     name = "eliminate_dead_code"
 
@@ -25,10 +32,16 @@ def _sweep(graph: Graph) -> bool:
     results = set(graph.outputs)
     for node in reversed(list(graph.nodes)):
         used = any(o.uses or o in results for o in node.outputs)
-        if not used and not has_side_effects(node):
+        if not used and removable(node):
             graph.erase(node)
             changed = True
     return changed
+
+
+def removable(node: Node) -> bool:
+    """True if running ``node`` for nothing changes nothing: it has no side effects and cannot
+    fail (``base.cannot_fail``), so dropping an unread one keeps every result and every error."""
+    return not has_side_effects(node) and cannot_fail(node)
 
 
 def has_side_effects(node: Node) -> bool:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..ir.graph import Graph, Value, copy_node
-from ..ir.loop import Loop
+from ..ir.graph import Graph, Value, copy_node, static_type
+from ..ir.loop import Loop, StackedOutput
 from .base import Pass, PassResult
-from .dead_code import eliminate_dead_code, has_side_effects
+from .dead_code import eliminate_dead_code, removable
 from .loop_rewrite import rebuild_loop
 
 
@@ -19,6 +19,12 @@ class EliminateDeadLoopValues(Pass):
     invariants the body no longer reads. Sliced sources stay: their lengths bound the trip
     count. The Loop is rebuilt with ``Loop.build`` and its body swept by
     ``eliminate_dead_code``; a loop left with no outputs stays for that pass to judge.
+
+    Every error of the reference stays: it runs each body node every iteration, read or not,
+    so a body node that may fail (``dead_code.removable`` is false: a Cast from strings, a
+    nested Loop) is live even where only dead values read it, and so is all it reads (a
+    carried value it reads is kept). A stacked output whose per-iteration result has no static
+    shape stays too: the reference fails to stack results that change shape.
     """
 
     name = "eliminate_dead_loop_values"
@@ -43,10 +49,10 @@ def _clean(graph: Graph) -> bool:
 
 
 def _live(body: Graph, roots: Iterable[Value]) -> set[Value]:
-    """The values of ``body`` that ``roots`` or a node with side effects read."""
+    """The values of ``body`` that ``roots`` or a node that is not ``removable`` read."""
     live = set(roots)
     for node in reversed(body.nodes):
-        if has_side_effects(node) or any(o in live for o in node.outputs):
+        if not removable(node) or any(o in live for o in node.outputs):
             live.update(v for v in node.inputs if v is not None)
     return live
 
@@ -55,7 +61,7 @@ def _prune(graph: Graph, loop: Loop) -> tuple[Loop, bool]:
     results = set(graph.outputs)
     carried, stacked = loop.carried, loop.stacked
     dead_carried = {k for k, c in enumerate(carried) if not c.final.uses and c.final not in results}
-    kept_stacked = [s for s in stacked if s.output.uses or s.output in results]
+    kept_stacked = [s for s in stacked if s.output.uses or s.output in results or _may_fail(s)]
     while True:
         roots = [loop.continue_condition, *(s.result for s in kept_stacked)]
         roots += [c.next for k, c in enumerate(carried) if k not in dead_carried]
@@ -83,7 +89,7 @@ def _prune(graph: Graph, loop: Loop) -> tuple[Loop, bool]:
     for p in params:
         mapping[p] = body.add_input(p.name, p.type)
     for node in old.nodes:
-        if has_side_effects(node) or any(o in live for o in node.outputs):
+        if not removable(node) or any(o in live for o in node.outputs):
             body.append(copy_node(node, mapping))
     outputs = [loop.continue_condition, *(c.next for c in kept_carried)]
     body.set_outputs(mapping[v] for v in outputs + [s.result for s in kept_stacked])
@@ -97,6 +103,11 @@ def _prune(graph: Graph, loop: Loop) -> tuple[Loop, bool]:
         stacked=kept_stacked,
     )
     return new, True
+
+
+def _may_fail(s: StackedOutput) -> bool:
+    """Whether stacking ``s`` may fail: its per-iteration result may change shape."""
+    return static_type(s.result) is None
 
 
 eliminate_dead_loop_values = EliminateDeadLoopValues()

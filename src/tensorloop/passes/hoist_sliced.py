@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, copy_node, static_type
 from ..ir.loop import Loop, Sliced
 from ..tensor.types import normalize_axis
-from .base import Pass, PassResult
+from .base import Pass, PassResult, cannot_fail
 from .hoist_invariants import is_pure
 
-# Broadcasting elementwise ops that cannot fail on inputs of valid static shapes (IEEE faults
-# give inf or NaN, integers wrap): batched over every row of a source, they still cannot fail.
+# Broadcasting elementwise ops (all in ``base.TOTAL``): each element of the op over whole
+# sources is what the row-by-row op gives; ``cannot_fail`` judges each node besides.
 ELEMENTWISE = frozenset(
     {"Add", "Sub", "Mul", "Max", "Min", "Where", "Neg", "Abs", "Relu", "Tanh", "Sigmoid"}
     | {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not"}
@@ -51,22 +53,40 @@ class HoistSlicedWork(Pass):
     batched node) and otherwise only invariant parameters and body Constants (copied in front of the
     Loop), and is one of:
 
-    * an elementwise op in ``ELEMENTWISE``, or a ``Cast`` that is not from floats to integers:
-      every row operand is a row of a rank-``r`` value on the same axis ``a`` with the same
-      static length and direction, and every other operand has rank at most ``r - 1 - a``, so
-      NumPy broadcasting aligns it to the dims after ``a`` both in the slice and in the whole;
-      the result is a rank-``r`` value sliced on ``a``;
-    * ``MatMul(x, W)`` with ``x`` a row of a rank-``r`` value on axis ``a`` where ``r == 2`` and
-      ``a == 0`` (a vector times a matrix: ``X @ W`` row by row) or ``a <= r - 3`` (a batch
-      dim), and ``W`` a rank-2 operand; the result is sliced on ``a``. This turns the RNN input
-      projection ``Gather(X, i) @ W`` into one GEMM over the sequence.
+    * an elementwise op in ``ELEMENTWISE``, or a ``Cast``, that cannot fail
+      (``base.cannot_fail``: static shapes, and no Cast from strings, which may fail to parse,
+      nor from floats to integers): every row operand is a row of a rank-``r`` value on the
+      same axis ``a`` with the same static length and direction, and every other operand has
+      rank at most ``r - 1 - a``, so NumPy broadcasting aligns it to the dims after ``a`` both
+      in the slice and in the whole; the result is a rank-``r`` value sliced on ``a``;
+    * ``MatMul(x, W)`` with ``x`` a row of a rank-``r`` value ``X`` on axis ``a`` where
+      ``r == 2`` and ``a == 0`` (a vector times a matrix) or ``a <= r - 3`` (a batch dim), and
+      ``W`` a rank-2 operand; the result is sliced on ``a``. This takes the RNN input
+      projection ``Gather(X, i) @ W`` out of the loop.
 
     The batched value has the source's length on the sliced axis, so the Loop's trip bounds do
     not change. It is computed over every row even when the Loop stops early or never runs;
-    that costs work but cannot fail, as only these total ops on static shapes are batched.
-    Results are the same up to rounding (a batched MatMul may sum in another order). A node
-    whose batched result would exceed ``MAX_BATCHED_BYTES`` stays in the body. Nested bodies are
-    rewritten first.
+    that costs work but cannot fail, as only nodes that cannot fail are batched (an op that may
+    fail on some row, such as a Cast from strings, stays in the body even when the loop visits
+    every row: the reference might stop first, at the iteration limit or another node's error,
+    and report that).
+
+    Results are bit for bit the loop's. Elementwise ops and Casts compute each element alone. A
+    batched MatMul makes the products the loop makes, one BLAS call per row, with the same
+    shapes and strides: one GEMM over the sequence (``X @ W``) would sum in another order and
+    round differently, and so would NumPy over rows of another layout (a row strided, reversed
+    or broadcast is handled by other BLAS kernels, or by NumPy's own loop). In the loop each row
+    is a C-contiguous array (the reference's Loop copies each slice out; a batched elementwise
+    op over C-contiguous rows gives one too), so the batch is made C-contiguous first, by a
+    Gather of every index (a copy in row order, whatever the source's layout), and its rows
+    multiplied as a stack: ``Squeeze(MatMul(Unsqueeze(Gather(X, 0..n-1), 1), W), 1)`` for
+    vectors (a stack of 1-row matrices, each a vector-matrix product as the loop's 1-D row
+    gives), ``MatMul(Gather(X, 0..n-1, a), W)`` for a batch dim (a stack of the loop's
+    matrix products). Results then differ from the loop's in nothing but where the rows lie
+    in memory, which BLAS kernels do not round by (checked over many shapes, float16 to
+    float64, in tests/passes/test_hoist_sliced.py). The gain is the interpreter's per-row
+    work, not a faster kernel. A node whose batched result would exceed ``MAX_BATCHED_BYTES``
+    stays in the body. Nested bodies are rewritten first.
     """
 
     name = "hoist_sliced_work"
@@ -154,23 +174,35 @@ def _batched_rows(node: Node, rows: dict[Value, _Rows], plain: set[Value]) -> _R
     if node.op == "MatMul":
         x, w = node.inputs
         wt = static_type(w)
-        if x not in rows or w in rows or wt is None or wt.rank != 2:
+        if x not in rows or w in rows or wt is None or wt.rank != 2 or not cannot_fail(node):
             return None
         if not ((rank == 2 and axis == 0) or axis <= rank - 3):
             return None
         return first
-    if node.op == "Cast":
-        src, out = static_type(node.inputs[0]), static_type(node.outputs[0])
-        assert src is not None and out is not None
-        if src.dtype.is_float and out.dtype.is_int:
-            return None
-    elif node.op not in ELEMENTWISE:
+    if (node.op != "Cast" and node.op not in ELEMENTWISE) or not cannot_fail(node):
         return None
     for v in node.inputs:
         t = static_type(v)
         if v not in rows and (t is None or t.rank is None or t.rank > rank - 1 - axis):
             return None
     return first
+
+
+def _batched_matmul(em: Emitter, node: Node, inputs: list[Value | None], x: _Rows) -> Value:
+    """``node`` (``MatMul(x, W)``, ``x`` a row of ``inputs[0]``) over every row, as the loop
+    computes each: the rows copied out C-contiguous in order (a Gather of every index), then
+    multiplied as a stack of the loop's products (see ``HoistSlicedWork``)."""
+    whole, w = inputs
+    assert whole is not None and w is not None
+    every = em.const(np.arange(x.length, dtype=np.int64))
+    name, out = node.name, node.outputs[0].name
+    rows = em.op("Gather", [whole, every], {"axis": x.axis}, output_name=f"{out}_rows")
+    if x.rank > 2:  # a batch dim: the stack of the loop's matrix products, sliced on x.axis
+        return em.node("MatMul", [rows, w], node.attrs, name=name, output_names=[out]).outputs[0]
+    one = em.ints([1])
+    lifted = em.op("Unsqueeze", [rows, one], output_name=f"{out}_stack")  # [n, 1, k]
+    product = em.op("MatMul", [lifted, w], node.attrs, name=name, output_name=f"{out}_products")
+    return em.node("Squeeze", [product, one], output_names=[out]).outputs[0]
 
 
 def _batch(graph: Graph, loop: Loop) -> bool:
@@ -214,6 +246,9 @@ def _batch(graph: Graph, loop: Loop) -> bool:
                 copied.append(v.producer)
                 graph.insert_before(loop.node, copy_node(v.producer, outer))
         inputs = [None if v is None else outer[v] for v in node.inputs]
+        if node.op == "MatMul":
+            outer[node.outputs[0]] = _batched_matmul(em, node, inputs, rows[node.inputs[0]])
+            continue
         new = em.node(
             node.op,
             inputs,

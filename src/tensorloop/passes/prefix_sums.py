@@ -1,4 +1,4 @@
-"""loop_prefix_sums: a running sum carried through a loop becomes one CumSum over its source."""
+"""loop_prefix_sums: a running sum carried through a loop becomes one PrefixSum over its source."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import numpy as np
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, static_type
 from ..ir.loop import Carried, Loop, SlicedInput
+from ..ops.reduce import PREFIX_SUM_DTYPES
 from ..tensor.types import normalize_axis
 from .base import Pass, PassResult
 
@@ -15,7 +16,7 @@ INT64_MAX = np.iinfo(np.int64).max
 
 class LoopPrefixSums(Pass):
     """Compute a carried running sum ``acc = acc + x[i]`` (``x`` a sliced source, ``acc`` and
-    the slice of one static type) in front of the Loop as one ``CumSum`` over ``x`` with the
+    the slice of one static type) in front of the Loop as one ``PrefixSum`` over ``x`` with the
     initial value put first: its rows are the values ``acc`` takes, the stacked outputs that
     read them (after the add: inclusive; before: exclusive) are slices of it, and the final value
     is its last row. The Loop keeps computing everything else; its outputs that the sum replaces
@@ -24,9 +25,12 @@ class LoopPrefixSums(Pass):
     Applies when nothing can stop the loop before the end of ``x``: no condition, no trip count
     or a constant one no smaller than ``x``'s static length, and every other sliced source of
     the same static length; ``acc`` and its next value are read by nothing but the add, the loop
-    and stacked outputs on ``x``'s axis and direction. CumSum adds in the order the loop does;
-    the reference kernel accumulates floats in float64 and rounds once, so float32 sums come
-    out as accurate or more (results agree within float tolerance; float64 and integers exactly).
+    and stacked outputs on ``x``'s axis and direction; and the element type is one of
+    ``PREFIX_SUM_DTYPES`` (float16, bfloat16, float32, float64 and the 8- to 64-bit integers).
+    ``PrefixSum`` adds in the loop's order and in the loop's type, one rounding (or wrap) per
+    step as the Add does, so the results are bit for bit the loop's: cancellation, overflow to
+    inf, NaN, infinities and signed zeros included. (``CumSum``, which may accumulate floats in
+    float64, is not used: it would differ.)
     """
 
     name = "loop_prefix_sums"
@@ -92,12 +96,7 @@ def _running_sum(loop: Loop, c: Carried) -> SlicedInput | None:
     other = add.inputs[1] if add.inputs[0] is c.param else add.inputs[0]
     sliced = next((s for s in loop.sliced if s.param is other), None)
     t = static_type(c.param)
-    if (
-        sliced is None
-        or t is None
-        or not (t.dtype.is_float or t.dtype.is_int)
-        or t.dtype.numpy.itemsize < 4
-    ):
+    if sliced is None or t is None or t.dtype not in PREFIX_SUM_DTYPES:
         return None
     if any(static_type(v) != t for v in (c.initial, c.next, other)):
         return None
@@ -144,9 +143,7 @@ def _rewrite(graph: Graph, loop: Loop) -> bool:
         parts = [sliced.source, first] if reverse else [first, sliced.source]
         whole = em.op("Concat", parts, {"axis": axis})
         sums = em.op(
-            "CumSum",
-            [whole, em.op("Constant", [], {"value": np.array(axis, np.int64)})],
-            {"reverse": 1} if reverse else {},
+            "PrefixSum", [whole], {"axis": axis, "reverse": 1} if reverse else {"axis": axis}
         )
         # Row k of ``sums`` (counted from the end when reverse) is acc after k trips.
         after = (0, -1) if reverse else (1, INT64_MAX)

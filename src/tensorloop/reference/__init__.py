@@ -10,7 +10,8 @@ from typing import Any
 from ..ir.graph import Node
 from .interpreter import Interpreter
 from .registry import BodyRunner, Kernel, KernelContext, get_kernel, kernel, kernel_ops
-from .runtime import RunState, TraceEntry, coerce_inputs
+from .runtime import LoopObserver, RunState, coerce_inputs
+from .trace import Trace, TraceEntry
 
 
 def evaluate(node: Node, inputs: Sequence[Any]) -> list[Any]:
@@ -24,7 +25,9 @@ __all__ = [
     "Interpreter",
     "Kernel",
     "KernelContext",
+    "LoopObserver",
     "RunState",
+    "Trace",
     "TraceEntry",
     "coerce_inputs",
     "evaluate",

@@ -68,7 +68,7 @@ class Interpreter:
         if predicted(node.op):
             check_outputs(self.state, node, attrs, inputs)
         ctx = KernelContext(node, attrs, self.run_graph, self.state)
-        if node.op == "Loop" and self.state.trace_names:
+        if node.op == "Loop" and self.state.labelled:
             label = self._labels.get(id(node))
             if label is None:
                 label = self._labels[id(node)] = loop_label(node)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,26 +22,32 @@ from ..limits import (
 from ..limits import (
     DEFAULT_MAX_ITERATIONS as DEFAULT_MAX_ITERATIONS,
 )
+from ..tensor import numerics
 from ..tensor.dtypes import DType
 from ..tensor.types import OptionalType, SequenceType, TensorType, Type
+from .trace import LOOP_SEPARATOR as LOOP_SEPARATOR
+from .trace import TraceEntry as TraceEntry
 
-LOOP_SEPARATOR = " > "
-"""Joins the labels of a loop path in its text form (ONNX node names hold ``/`` already)."""
 
+class LoopObserver(Protocol):
+    """Told of a run's loop iterations as they start, and of each loop's end: give one to a run
+    as ``Model.run(inputs, observer=...)``. ``path`` holds the labels of the loops running,
+    outermost first and the loop itself last (``loop_label``: the loop paths of traces), and
+    ``iteration`` that loop's counter, from 0. Every backend calls it with the same sequence
+    (the jax backend runs the loops of an observed run on the compiled backend: XLA cannot
+    call out each iteration), on the thread that runs the run; an exception it raises stops
+    the run. Where the compiled backend hands a run it did not plan for to the reference
+    interpreter, the rerun is observed too, from its start. Subclass it to inherit the
+    ``on_loop_end`` that does nothing."""
 
-@dataclass(frozen=True)
-class TraceEntry:
-    """One recorded value: ``iteration`` holds the loop counters from outermost to innermost,
-    ``loop`` the labels of those loops (``loop_label``), one per counter."""
+    def on_iteration(self, path: tuple[str, ...], iteration: int) -> None:
+        """Iteration ``iteration`` of loop ``path`` starts (within the iteration limit and the
+        deadline)."""
 
-    iteration: tuple[int, ...]
-    value: Any
-    loop: tuple[str, ...] = ()
-
-    @property
-    def loop_path(self) -> str:
-        """``loop`` as text: its labels joined by ``" > "`` (empty outside every loop)."""
-        return LOOP_SEPARATOR.join(self.loop)
+    def on_loop_end(self, path: tuple[str, ...], trips: int) -> None:
+        """Loop ``path`` ended after ``trips`` iterations (0 for a loop that ran none); not
+        called for a loop stopped by an error."""
+        return None
 
 
 def loop_label(node: Node) -> str:
@@ -69,7 +75,8 @@ class RunState:
     """The mutable state of one run, whatever backend runs it: persistent variables (updated in
     place by Assign), the limits (the iteration limit, the ``deadline`` on ``time.monotonic()``,
     the bytes stacked so far), the values being traced and the current loop path: ``path``
-    the counters of the loops running now, ``loops`` their labels (``loop_label``)."""
+    the counters of the loops running now, ``loops`` their labels (``loop_label``); the
+    ``observer`` (if any) is told of every loop iteration (``LoopObserver``)."""
 
     variables: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
     max_iterations: int = DEFAULT_MAX_ITERATIONS
@@ -81,6 +88,15 @@ class RunState:
     timeout: float | None = None
     deadline: float | None = None
     stacked_bytes: int = 0
+    observer: LoopObserver | None = None
+    handoffs: list[Any] = field(default_factory=list)
+    """What the backends running this run handed to other backends (``backends.base.Handoff``),
+    in the order they did."""
+
+    @property
+    def labelled(self) -> bool:
+        """Whether loops keep ``loops`` (their labels) up to date: for a trace or an observer."""
+        return bool(self.trace_names) or self.observer is not None
 
     def __post_init__(self) -> None:
         if self.max_iterations < 0:
@@ -116,18 +132,25 @@ class RunState:
 
     @contextmanager
     def iteration(self, i: int, where: str) -> Iterator[None]:
-        """Run one loop iteration: checks the limit and the deadline, and tags traced values
-        with ``i``."""
+        """Run one loop iteration: checks the limit and the deadline, tells the observer and
+        tags traced values with ``i``."""
         if i >= self.max_iterations:
             raise loop_limit_error(where, self.max_iterations)
         if self.deadline is not None:
             self.check_deadline(where)
+        if self.observer is not None:
+            self.observer.on_iteration(self.loops, i)
         outer = self.path
         self.path = (*outer, i)
         try:
             yield
         finally:
             self.path = outer
+
+    def loop_end(self, trips: int) -> None:
+        """The loop running now ended after ``trips`` iterations: tells the observer."""
+        if self.observer is not None:
+            self.observer.on_loop_end(self.loops, trips)
 
     def check_deadline(self, where: str) -> None:
         """Stop the run with ``RunTimeoutError`` if its deadline has passed."""
@@ -261,7 +284,8 @@ def _coerce(name: str, expected: Type, value: Any, prefix: str) -> Any:
             raise InputError(
                 f"{prefix}input '{name}': cannot convert to {expected}: {exc}"
             ) from None
-        if raw.dtype.kind in "fc" and not expected.dtype.is_float and not np.array_equal(raw, arr):
+        fractional = raw.dtype.kind in "fc" or numerics.is_float(raw.dtype)  # bf16, float8s: "V"
+        if fractional and not expected.dtype.is_float and not np.array_equal(raw, arr):
             raise InputError(
                 f"{prefix}input '{name}': expected {expected}, got non-integral values {value!r}"
             )

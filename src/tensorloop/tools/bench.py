@@ -36,6 +36,10 @@ MEMORY_NOTE = {
     "ru_maxrss": "growth of the process's peak resident set during load + first run "
     "(getrusage ru_maxrss): zero for a runtime that stays below an earlier peak",
 }
+HANDOFFS_NOTE = (
+    "parts of the model a tensorloop backend handed to another backend (a run's "
+    "Outputs.handoffs; see tensorloop run --json): their time is the other backend's"
+)
 TRACED_NOTE = (
     "peak of Python and NumPy allocations during one warm run (tracemalloc): onnxruntime's and "
     "OpenVINO's own buffers are not seen"
@@ -118,6 +122,9 @@ class Timing:
     ratio: float | None = None
     peak_rss_bytes: int | None = None
     traced_peak_bytes: int | None = None
+    handoffs: int | None = None
+    """For a tensorloop backend, how many distinct handoffs (``Handoff``) its runs made: parts
+    of the model it handed to another backend, whose speed the numbers then measure."""
 
     @property
     def throughput(self) -> float:
@@ -137,6 +144,7 @@ class Timing:
             "ratio": self.ratio,
             "peak_rss_bytes": self.peak_rss_bytes,
             "traced_peak_bytes": self.traced_peak_bytes,
+            "handoffs": self.handoffs,
         }
 
 
@@ -269,6 +277,9 @@ def bench(
                 timings[rt.name].traced_peak_bytes = tracemalloc.get_traced_memory()[1]
             finally:
                 tracemalloc.stop()
+    for rt in loaded:
+        if rt.handoffs is not None:
+            timings[rt.name].handoffs = len(rt.handoffs)
     baseline = BASELINE if BASELINE in timings else next(iter(timings), "")
     for t in timings.values():
         base = timings[baseline].median_s

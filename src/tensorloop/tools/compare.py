@@ -79,6 +79,9 @@ class Runtime:
     outputs: list[tuple[str, ...]]
     run: Callable[[Mapping[str, Any]], list[Any]]
     load_seconds: float = 0.0
+    handoffs: set[Any] | None = None
+    """For a tensorloop backend, the distinct handoffs its runs made so far (``Handoff``: what
+    it handed to another backend); None for other runtimes."""
 
     def output_label(self, index: int) -> str:
         names = self.outputs[index]
@@ -106,15 +109,16 @@ def _tensorloop(backend: str, path: Path, limits: Limits | None) -> Runtime:
     model = load(path, limits=limits or Limits(), backend=backend)
     model.prepared(backend)
     specs = input_specs_of(model)
+    handoffs: set[Any] = set()
 
     def run(feeds: Mapping[str, Any]) -> list[Any]:
         outs = model.run(dict(zip(model.input_names, _route(name, specs, feeds), strict=True)))
+        handoffs.update(outs.handoffs)
         return [outs[n] for n in model.output_names]
 
     name = f"{TENSORLOOP_PREFIX}{backend}"
-    return Runtime(
-        name, specs, [(n,) for n in model.output_names], run, time.perf_counter() - start
-    )
+    outputs: list[tuple[str, ...]] = [(n,) for n in model.output_names]
+    return Runtime(name, specs, outputs, run, time.perf_counter() - start, handoffs)
 
 
 _ORT_TYPES = {

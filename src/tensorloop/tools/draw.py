@@ -51,7 +51,7 @@ class DrawError(TensorloopError):
 def loop_kind(loop: Loop) -> str:
     """``while`` if a condition can stop the loop, else ``scan`` if it slices a source, else
     ``for``."""
-    if loop.condition is not None or not _always_true(loop.continue_condition):
+    if loop.condition is not None or not loop.always_continues:
         return "while"
     return "scan" if loop.sliced else "for"
 
@@ -333,7 +333,7 @@ class _Drawing:
             self.source[iv.param] = self._port(inner, label, PARAM_FILL, "param", iv.value, "")
         self._body(loop.body, self._interior(inner))
         cond = loop.continue_condition
-        if not _always_true(cond):
+        if not loop.always_continues:
             stop = self._port(inner, "continue?", RESULT_FILL, "result", cond, "")
             self.edges.append((stop, control, _back_edge("continue")))
         for c, param in zip(loop.carried, carried_params, strict=True):
@@ -392,11 +392,6 @@ def _back_edge(label: str) -> dict[str, str]:
 def _classes(hidden_by: Sequence[str], *extra: str) -> str:
     names = [f"tl-{e}" for e in extra] + [f"tl-in-{c}" for c in dict.fromkeys(hidden_by)]
     return " ".join(names)
-
-
-def _always_true(value: Value) -> bool:
-    data = value.constant
-    return data is not None and bool(np.all(data))
 
 
 def _titled(op: str, name: str) -> str:

@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 
 import tensorloop as tl
-from tensorloop.formats.onnx.exporter import to_onnx
+from tensorloop.formats.onnx.writer import to_onnx
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 RNG = np.random.default_rng(5)

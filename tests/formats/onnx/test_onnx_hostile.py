@@ -116,11 +116,11 @@ def test_scan_inputs_of_unequal_length_fail_at_run(backend: str) -> None:
 
 def test_unexpected_internal_errors_become_format_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     """The last line of defence in tl.load: a loader bug surfaces as a FormatError."""
-    from tensorloop.formats.onnx import importer
+    from tensorloop.formats.onnx import reader
 
     def broken(*args: object) -> None:
         raise KeyError("internal")
 
-    monkeypatch.setattr(importer, "_check_supported", broken)
+    monkeypatch.setattr(reader, "_check_supported", broken)
     with pytest.raises(FormatError, match=r"onnx_ok_add.onnx: cannot read this model \(KeyError"):
         tl.load(CORPUS / "onnx_ok_add.onnx")

@@ -18,7 +18,7 @@ from onnx import helper as h
 
 import tensorloop as tl
 from tensorloop.errors import FormatError, LoopLimitError, UnsupportedOpError
-from tensorloop.formats.onnx.exporter import to_onnx
+from tensorloop.formats.onnx.writer import to_onnx
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 OPSET = 17

@@ -18,6 +18,7 @@ ops = pytest.importorskip("openvino.opset13")
 from openvino import opset3  # noqa: E402
 
 import tensorloop as tl  # noqa: E402
+from backend_agreement import assert_same_value  # noqa: E402
 
 RNG = np.random.default_rng(0)
 Array = np.ndarray[Any, Any]
@@ -135,8 +136,8 @@ def written_runs_alike(
         assert theirs.shape == ours.shape, (name, theirs.shape, ours.shape)
         np.testing.assert_allclose(theirs, ours, rtol=rtol, atol=atol, err_msg=name)
     again = tl.load(path).run(feeds)
-    for name in model.output_names:
-        np.testing.assert_allclose(again[name], want[name], rtol=rtol, atol=atol, err_msg=name)
+    for name in model.output_names:  # tensorloop against itself: bit-exact
+        assert_same_value(again[name], want[name], f"re-read {name}")
 
 
 def const(values: Any, dtype: Any = np.int64) -> Any:
@@ -170,3 +171,69 @@ def stateful_ir(init: str, version: str, tmp_path: Path) -> Path:
     else:
         assign = ops.assign(ops.multiply(x, const(2.0, np.float32)), "s")
     return save_ir([out], [x], tmp_path, sinks=[assign])
+
+
+# -- exact comparisons, string tensors included ---------------------------------------------
+def _shown(value: Any) -> Any:
+    """A tensorloop string as OpenVINO's Python API shows it: bytes that are not UTF-8 (which
+    tensorloop keeps as lone surrogates) read as U+FFFD."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _assert_same(ours: Array, theirs: Array, name: str) -> None:
+    if ours.dtype == object:
+        assert theirs.dtype.kind == "U", (name, theirs.dtype)
+        assert ours.shape == theirs.shape, (name, ours.shape, theirs.shape)
+        assert [_shown(s) for s in ours.reshape(-1)] == theirs.reshape(-1).tolist(), name
+        return
+    assert ours.dtype == theirs.dtype, (name, ours.dtype, theirs.dtype)
+    np.testing.assert_array_equal(ours, theirs, err_msg=name)
+
+
+def _assert_equal(got: Any, want: Array, name: str) -> None:
+    got = np.asarray(got)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape), name
+    assert got.tolist() == want.tolist(), name
+
+
+def _ov_feed(value: Array) -> Array:
+    """What OpenVINO's Python API takes for a tensor: str arrays instead of object arrays."""
+    return value.astype(str) if value.dtype == object else value
+
+
+def _runs_alike(model: tl.Model, path: Path, feeds: dict[str, Array]) -> dict[str, Array]:
+    """tensorloop's run of ``model`` against the CPU plugin's run of the IR at ``path``: same
+    dtypes, shapes and values."""
+    ours = model.run(feeds)
+    compiled = compile_cpu(path)
+    theirs = compiled({k: _ov_feed(v) for k, v in feeds.items()})
+    assert len(compiled.outputs) == len(model.output_names)
+    for port in compiled.outputs:
+        name = next(k for k in model.output_names if k in port.get_names())
+        _assert_same(np.asarray(ours[name]), np.asarray(theirs[port]), name)
+    return {k: np.asarray(v) for k, v in ours.items()}
+
+
+def check_exactly(
+    outputs: list[Any], params: list[Any], feeds: dict[str, Array], tmp_path: Path
+) -> dict[str, Array]:
+    """Save the OpenVINO model, read it, and compare with the CPU plugin, exactly (string tensors
+    too); then write what tensorloop read as IR, and compare that on the plugin and read back by
+    tensorloop."""
+    path = save_ir(outputs, params, tmp_path)
+    model = tl.load(path)
+    ours = _runs_alike(model, path, feeds)
+    record_layer_types(path, "compared")
+    for backend in ("compiled", "jax"):
+        again = model.run(feeds, backend=backend)
+        for name, value in ours.items():
+            _assert_equal(again[name], value, f"{backend} {name}")
+    written = tmp_path / "written" / "w.xml"
+    written.parent.mkdir()
+    tl.save(model, written)
+    _runs_alike(model, written, feeds)
+    reread = tl.load(written).run(feeds)
+    for name, value in ours.items():
+        _assert_equal(reread[name], value, f"re-read {name}")
+    record_layer_types(path, "written")
+    return ours

@@ -1,4 +1,4 @@
-"""OpenVINO beam-search and CTC layers (ov_ctc.py) vs. the CPU plugin: GatherTree-1,
+"""OpenVINO beam-search and CTC layers (read_ctc.py) vs. the CPU plugin: GatherTree-1,
 CTCGreedyDecoder-1, CTCGreedyDecoderSeqLen-6 and CTCLoss-4; where the plugin departs from the
 spec (a GatherTree row of no steps, a CTCLoss row with an empty target), vs. the spec in NumPy."""
 

@@ -12,9 +12,26 @@ import pytest
 ov = pytest.importorskip("openvino")
 
 from openvino import opset1, opset8, opset9  # noqa: E402
-from openvino_layer_checks import check, compile_cpu, edit_ir, save_ir  # noqa: E402
+from openvino_layer_checks import (  # noqa: E402
+    check,
+    compile_cpu,
+    edit_ir,
+    save_ir,
+    written_runs_alike,
+)
 
 import tensorloop as tl  # noqa: E402
+from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
+
+
+@pytest.fixture
+def _fresh_builder() -> None:
+    tl.reset()
+
+
+def _ph(name: str, like: Array) -> Any:
+    return tl.placeholder(like.dtype, like.shape, name=name)
+
 
 Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(11)
@@ -274,3 +291,55 @@ def test_generate_proposals_adapts_the_nms_threshold_as_the_spec_says(tmp_path: 
     assert 'nms_eta="0.5"' in written.read_text()
     for got, want in zip(tl.load(written).run(feeds).values(), ours, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+# -- the writer: DetectionOutput and GenerateProposals ---------------------------------------------
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("code_type", ["corner", "center_size"])
+def test_writer_detection_output(code_type: str, tmp_path: Path) -> None:
+    centres = RNG.uniform(0.2, 0.8, (12, 2))
+    sizes = RNG.uniform(0.1, 0.4, (12, 2))
+    boxes = np.concatenate([centres - sizes / 2, centres + sizes / 2], axis=1).reshape(-1)
+    variance = np.resize(np.array([0.1, 0.1, 0.2, 0.2]), boxes.size)
+    priors = np.stack([boxes, variance])[None].astype(np.float32)
+    loc = (RNG.standard_normal((2, 12 * 3 * 4)) * 0.3).astype(np.float32)
+    conf = RNG.uniform(0, 1, (2, 12 * 3)).astype(np.float32)
+    attrs = {
+        "code_type": code_type,
+        "share_location": 0,
+        "nms_threshold": 0.4,
+        "confidence_threshold": 0.2,
+        "top_k": 6,
+        "keep_top_k": 9,
+        "normalized": 1,
+        "clip_after_nms": 1,
+    }
+    args = [_ph("loc", loc), _ph("conf", conf), _ph("priors", priors)]
+    y = emit("DetectionOutput", args, attrs)
+    feeds = {"loc": loc, "conf": conf, "priors": priors}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_generate_proposals(tmp_path: Path) -> None:
+    ys, xs = np.meshgrid(np.arange(3) * 16.0, np.arange(4) * 16.0, indexing="ij")
+    corners = np.stack([xs, ys, xs + 20, ys + 28], -1)[:, :, None, :]
+    moved = corners + np.array([2.0, -3.0, 10.0, 5.0])
+    anchors = np.concatenate([corners, moved], axis=2).astype(np.float32)
+    info = np.array([[48.0, 64.0, 1.0]], np.float32)
+    deltas = (RNG.standard_normal((1, 8, 3, 4)) * 0.3).astype(np.float32)
+    scores = RNG.uniform(0, 1, (1, 2, 3, 4)).astype(np.float32)
+    attrs = {
+        "min_size": 2.0,
+        "nms_threshold": 0.6,
+        "pre_nms_count": 20,
+        "post_nms_count": 8,
+        "normalized": 0,
+    }
+    args = [_ph("info", info), _ph("anchors", anchors), _ph("deltas", deltas), _ph("s", scores)]
+    rois, probs, counts = emit_node("GenerateProposals", args, attrs)
+    feeds = {"info": info, "anchors": anchors, "deltas": deltas, "s": scores}
+    model = tl.Model({"rois": rois, "probs": probs, "counts": counts})
+    written_runs_alike(model, feeds, tmp_path, rtol=1e-5, atol=1e-5)

@@ -1,5 +1,6 @@
 """OpenVINO RoI layers (PSROIPooling, DeformablePSROIPooling, ROIAlignRotated, Proposal) read by
-tensorloop vs. the CPU plugin, and written back."""
+tensorloop vs. the CPU plugin and written back, and the core RoI ops written as OpenVINO layers
+(write_detection.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,33 @@ import pytest
 ov = pytest.importorskip("openvino")
 
 from openvino import opset1, opset4, opset15  # noqa: E402
-from openvino_layer_checks import check, compile_cpu, rand_f32, save_ir  # noqa: E402
+from openvino_layer_checks import (  # noqa: E402
+    check,
+    compile_cpu,
+    rand_f32,
+    save_ir,
+    written_runs_alike,
+)
 
 import tensorloop as tl  # noqa: E402
+from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
+from tensorloop.errors import FormatError  # noqa: E402
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture
+def _fresh_builder() -> None:
+    tl.reset()
+
+
+def _ph(name: str, like: Array) -> Any:
+    return tl.placeholder(like.dtype, like.shape, name=name)
+
+
+def _rand(*shape: int) -> Array:
+    return RNG.standard_normal(shape).astype(np.float32)
+
 
 Array = np.ndarray[Any, Any]
 
@@ -406,3 +431,142 @@ def test_proposal_with_fewer_boxes_before_nms_than_after(tmp_path: Path) -> None
         assert (
             (rois[b, 5, 1:] == 0).all() and (rois[b, 6:] == 0).all() and (probs[b, 5:] == 0).all()
         )
+
+
+# -- the writer: RoiAlign, MaxRoiPool, PsRoiPool, DeformablePsRoiPool, RoiAlignRotated, Proposal ---
+
+
+ROIS = np.array(
+    [[0.5, 1.0, 6.0, 5.5], [2.0, 2.0, 2.0, 2.0], [1.2, 0.3, 7.7, 7.9], [3.0, 1.0, 4.5, 6.0]],
+    np.float32,
+)
+
+
+PS_ROIS = np.array(
+    [[0, 0.5, 1.0, 6.0, 5.5], [1, -2.5, 2.0, 3.0, 9.5], [1, 1.2, 0.3, 7.7, 7.9]], np.float32
+)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("coords", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("ratio", [0, 2])
+@pytest.mark.parametrize(("oh", "ow", "scale"), [(2, 3, 1.0), (3, 3, 0.5)])
+def test_writer_roi_align(
+    coords: str, ratio: int, oh: int, ow: int, scale: float, tmp_path: Path
+) -> None:
+    x = _rand(2, 3, 8, 9)
+    indices = np.array([0, 1, 1, 0], np.int64)
+    attrs = {
+        "coordinate_transformation_mode": coords,
+        "mode": "avg",
+        "output_height": oh,
+        "output_width": ow,
+        "sampling_ratio": ratio,
+        "spatial_scale": scale,
+    }
+    y = emit("RoiAlign", [_ph("x", x), _ph("rois", ROIS), _ph("indices", indices)], attrs)
+    feeds = {"x": x, "rois": ROIS, "indices": indices}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_roi_align_max_refused(tmp_path: Path) -> None:
+    x, indices = _rand(1, 2, 6, 6), np.zeros(4, np.int64)
+    y = emit("RoiAlign", [_ph("x", x), _ph("rois", ROIS), _ph("i", indices)], {"mode": "max"})
+    with pytest.raises(FormatError, match="max mode"):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize(("shape", "scale"), [((2, 2), 1.0), ((3, 2), 0.5), ((1, 4), 0.25)])
+def test_writer_max_roi_pool(shape: tuple[int, int], scale: float, tmp_path: Path) -> None:
+    x = _rand(2, 3, 8, 9)
+    rois = np.array(
+        [[0, 0.5, 1.0, 6.0, 5.5], [1, 2.0, 2.0, 2.0, 2.0], [1, 1.2, 0.3, 7.7, 7.9]], np.float32
+    )
+    attrs = {"pooled_shape": list(shape), "spatial_scale": scale}
+    y = emit("MaxRoiPool", [_ph("x", x), _ph("rois", rois)], attrs)
+    written_runs_alike(tl.Model({"y": y}), {"x": x, "rois": rois}, tmp_path)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize(("mode", "bins", "scale"), [("average", 1, 1.0), ("bilinear", 2, 0.1)])
+def test_writer_ps_roi_pool(mode: str, bins: int, scale: float, tmp_path: Path) -> None:
+    channels = 2 * (9 if mode == "average" else bins * bins)
+    x = _rand(2, channels, 8, 9)
+    attrs = {
+        "mode": mode,
+        "output_dim": 2,
+        "group_size": 3,
+        "spatial_scale": scale,
+        "spatial_bins_x": bins,
+        "spatial_bins_y": bins,
+    }
+    y = emit("PsRoiPool", [_ph("x", x), _ph("rois", PS_ROIS)], attrs)
+    feeds = {"x": x, "rois": PS_ROIS}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("with_offsets", [False, True])
+def test_writer_deformable_ps_roi_pool(with_offsets: bool, tmp_path: Path) -> None:
+    x, offsets = _rand(2, 8, 8, 9), _rand(3, 4, 2, 2)
+    attrs = {
+        "output_dim": 2,
+        "group_size": 2,
+        "spatial_scale": 0.5,
+        "spatial_bins_x": 2,
+        "spatial_bins_y": 3,
+        "trans_std": 0.2,
+        "part_size": 2,
+    }
+    args, feeds = [_ph("x", x), _ph("rois", PS_ROIS)], {"x": x, "rois": PS_ROIS}
+    if with_offsets:
+        args.append(_ph("offsets", offsets))
+        feeds["offsets"] = offsets
+    y = emit("DeformablePsRoiPool", args, attrs)
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize(("ratio", "clockwise"), [(0, 0), (2, 1)])
+def test_writer_roi_align_rotated(ratio: int, clockwise: int, tmp_path: Path) -> None:
+    x = _rand(2, 3, 8, 9)
+    rois = np.array([[4.0, 3.0, 5.0, 2.0, 0.4], [1.0, 7.0, 6.0, 3.0, -2.0]], np.float32)
+    indices = np.array([1, 0], np.int32)
+    attrs = {
+        "output_height": 2,
+        "output_width": 3,
+        "sampling_ratio": ratio,
+        "spatial_scale": 1.0,
+        "clockwise": clockwise,
+    }
+    y = emit("RoiAlignRotated", [_ph("x", x), _ph("rois", rois), _ph("i", indices)], attrs)
+    feeds = {"x": x, "rois": rois, "i": indices}
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("framework", ["", "tensorflow"])
+def test_writer_proposal(framework: str, tmp_path: Path) -> None:
+    scores = RNG.uniform(0, 1, (2, 8, 3, 4)).astype(np.float32)
+    deltas = (RNG.standard_normal((2, 16, 3, 4)) * 0.3).astype(np.float32)
+    image = np.array([50.0, 60.0, 1.0], np.float32)
+    attrs = {
+        "base_size": 16,
+        "pre_nms_topn": 30,
+        "post_nms_topn": 5,
+        "nms_thresh": 0.7,
+        "feat_stride": 16,
+        "min_size": 4,
+        "ratio": [0.5, 2.0],
+        "scale": [1.0, 2.0],
+        "clip_after_nms": 1,
+        "normalize": 1,
+        "framework": framework,
+    }
+    args = [_ph("scores", scores), _ph("deltas", deltas), _ph("image", image)]
+    rois, probs = emit_node("Proposal", args, attrs)
+    feeds = {"scores": scores, "deltas": deltas, "image": image}
+    model = tl.Model({"rois": rois, "probs": probs})
+    written_runs_alike(model, feeds, tmp_path, rtol=1e-5, atol=1e-5)

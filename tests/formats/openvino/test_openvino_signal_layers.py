@@ -1,5 +1,5 @@
-"""OpenVINO signal-processing layers (ov_signal.py) vs. the CPU plugin: DFT-7, IDFT-7, RDFT-9,
-IRDFT-9, STFT-15 and ISTFT-16."""
+"""OpenVINO signal-processing layers (read_signal.py) vs. the CPU plugin: DFT-7, IDFT-7, RDFT-9,
+IRDFT-9, STFT-15 and ISTFT-16; and the core DFT and STFT written back (write_signal.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,38 @@ ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset16")
 
 from openvino import opset7, opset9, opset15, opset16  # noqa: E402
-from openvino_layer_checks import check, const, rand_f32, run_path, save_ir  # noqa: E402
+from openvino_layer_checks import (  # noqa: E402
+    check,
+    const,
+    rand_f32,
+    run_path,
+    save_ir,
+    written_runs_alike,
+)
 
 import tensorloop as tl  # noqa: E402
+from tensorloop.builder.tracing import emit  # noqa: E402
 from tensorloop.errors import FormatError  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture
+def _fresh_builder() -> None:
+    tl.reset()
+
+
+def _ph(name: str, like: Array, shape: tuple[int | str, ...] | None = None) -> Any:
+    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
+
+
+def _rand(*shape: int) -> Array:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _ints(*values: int) -> Any:
+    return tl.constant(np.array(values[0] if len(values) == 1 else values, np.int64))
+
 
 Array = np.ndarray[Any, Any]
 TOL = {"rtol": 1e-4, "atol": 2e-5}
@@ -373,3 +401,95 @@ def test_stft_istft_on_unknown_shapes(tmp_path: Path) -> None:
             rtol=1e-4,
             atol=1e-4,
         )
+
+
+# -- the writer: DFT and STFT ----------------------------------------------------------------------
+
+
+DFT_CASES = {
+    # name: (input last dim, inverse, onesided, dft_length, axis)
+    "complex": (2, 0, 0, None, -2),
+    "real": (1, 0, 0, None, 1),
+    "inverse": (2, 1, 0, None, 0),
+    "cut": (2, 0, 0, 4, -2),
+    "padded": (1, 1, 0, 9, -2),
+    "rfft": (1, 0, 1, None, -2),
+    "rfft-odd": (1, 0, 1, 5, 1),
+    "rfft-axis0": (1, 0, 1, None, 0),
+    "irfft": (2, 1, 1, None, -2),
+    "irfft-length": (2, 1, 1, 7, -2),
+    "irfft-axis0": (2, 1, 1, 6, 0),
+}
+
+
+WRITTEN_STFT_CASES = {
+    # name: (signal length, frame_step, window length or None, frame_length or None)
+    "window": (16, 4, 8, None),
+    "both": (17, 3, 6, 6),
+    "length-only": (12, 2, None, 5),
+    "whole": (10, 1, None, None),
+}
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("name", sorted(DFT_CASES))
+def test_writer_dft(name: str, tmp_path: Path) -> None:
+    last, inverse, onesided, length, axis = DFT_CASES[name]
+    x = _rand(4, 6, last)
+    p = _ph("x", x)
+    ins = [p, None if length is None else _ints(length), _ints(axis)]
+    y = emit("DFT", ins, {"inverse": inverse, "onesided": onesided})
+    written_runs_alike(tl.Model({"y": y}), {"x": x}, tmp_path, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("name", sorted(WRITTEN_STFT_CASES))
+def test_writer_stft(name: str, tmp_path: Path) -> None:
+    size, step, window, length = WRITTEN_STFT_CASES[name]
+    x = _rand(2, size, 1)
+    feeds = {"x": x}
+    ins = [_ph("x", x), _ints(step), None, None if length is None else _ints(length)]
+    if window is not None:
+        w = np.hanning(window).astype(np.float32)
+        ins[2], feeds["w"] = _ph("w", w), w
+    y = emit("STFT", ins)
+    written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("case", ["complex", "two-sided"])
+def test_writer_stft_refused(case: str, tmp_path: Path) -> None:
+    x = _rand(1, 8, 2 if case == "complex" else 1)
+    y = emit("STFT", [_ph("x", x), _ints(2), None, _ints(4)], {"onesided": int(case == "complex")})
+    with pytest.raises(tl.FormatError, match="OpenVINO's STFT"):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_dft_unknown_dims(tmp_path: Path) -> None:
+    """Unknown batch and signal lengths; the default axis (-2)."""
+    x, c = _rand(3, 8, 1), _rand(2, 5, 2)
+    p, q = _ph("x", x, ("N", "L", 1)), _ph("c", c, ("N", "L", 2))
+    outs = {
+        "rfft": emit("DFT", [p], {"onesided": 1}),
+        "fft": emit("DFT", [q]),
+        "ifft_n": emit("DFT", [q, _ints(6)], {"inverse": 1}),
+        "irfft_n": emit("DFT", [q, _ints(6)], {"inverse": 1, "onesided": 1}),
+    }
+    written_runs_alike(tl.Model(outs), {"x": x, "c": c}, tmp_path, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_dft_computed_length_refused(tmp_path: Path) -> None:
+    c, n = _rand(2, 5, 2), np.array(6, np.int64)
+    y = emit("DFT", [_ph("c", c), _ph("n", n)], {"inverse": 1, "onesided": 1})
+    with pytest.raises(tl.FormatError, match="dft_length must be a constant"):
+        tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+def test_writer_stft_unknown_length(tmp_path: Path) -> None:
+    x = _rand(2, 20, 1)
+    w = np.hamming(6).astype(np.float32)
+    y = emit("STFT", [_ph("x", x, ("N", "L", 1)), _ints(3), tl.constant(w)])
+    written_runs_alike(tl.Model({"y": y}), {"x": x}, tmp_path, rtol=1e-4, atol=1e-4)

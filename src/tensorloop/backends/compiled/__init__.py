@@ -7,16 +7,20 @@ and generates one Python function for it (``codegen.py``): no per-node dispatch,
 lookup or type check is left at run time. Plans are cached per signature
 and shared by threads; everything a run allocates is local to the run.
 
-What the plan does not cover it hands on, never guessing: ops without an inline template call
-their reference kernel; a case the generated code does not plan for (a stacked result changing
-shape, an index out of range, a failing kernel) reruns the call on the reference interpreter,
-whose result or error is the answer.
+What the plan does not cover it hands on, never guessing, and says so: ops without an inline
+template call their reference kernel (the plan: no handoff); Loops and Ifs nested deeper than
+``codegen.MAX_NESTING`` run their bodies on the reference interpreter (a handoff decided while
+planning); a case the generated code does not plan for (a stacked result changing shape, an
+index out of range, shapes NumPy refuses at run time) raises ``support.Deoptimize`` and the call
+is rerun on the reference interpreter, whose result or error is the answer (a handoff at run
+time). Each handoff is on the run's ``Outputs.handoffs`` and warned once per plan
+(``FallbackWarning``). Any other exception is a bug: it propagates, never rerun; so does a
+failure to plan.
 """
 
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,8 +42,11 @@ from ...passes.specialize import signature, specialize
 from ...reference import Interpreter
 from ...reference.runtime import RunState
 from ...tensor.types import Type
-from ..base import register_backend
+from ..base import RUN, Handoff, Handoffs, Placement, label, register_backend
+from . import support
 from .codegen import generate
+
+NAME = "compiled"
 
 PIPELINE: list[Pass] = [
     fold_constants,
@@ -63,31 +70,21 @@ MAX_PLANS = 64
 RunFunction = Callable[[Sequence[Any], RunState], list[Any]]
 
 
-class Plan:
-    """One signature's generated function and its source (for ``tensorloop inspect``)."""
+class CompiledPlan:
+    """One signature's generated function, its source (for ``tensorloop inspect``) and its
+    handoffs: the Loops and Ifs whose bodies it leaves to the reference interpreter
+    (``handed_on``: node and why), decided while planning, and each run's deoptimisations."""
 
-    def __init__(self, graph: Graph, trace: frozenset[str]) -> None:
-        self.source, namespace = generate(graph, trace)
+    def __init__(self, graph: Graph, trace: frozenset[str], observed: bool = False) -> None:
+        self.source, namespace, self.handed_on = generate(graph, trace, observed)
         # The file name is for tracebacks only; a graph's name may hold any character (NUL too).
-        label = graph.name.encode("unicode_escape").decode("ascii")
-        code = compile(self.source, f"<tensorloop plan of graph '{label}'>", "exec")
+        name = graph.name.encode("unicode_escape").decode("ascii")
+        code = compile(self.source, f"<tensorloop plan of graph '{name}'>", "exec")
         exec(code, namespace)  # our own code: names are sanitised, strings are repr()s
         self.run: RunFunction = namespace["run"]
-
-    @classmethod
-    def on_reference(cls, graph: Graph, why: Exception) -> Plan:
-        """A plan that hands every run to the reference interpreter, for a graph this backend
-        failed to plan (a bug of ours): said once, as a RuntimeWarning, never a wrong answer."""
-        warnings.warn(
-            f"the compiled backend could not plan graph '{graph.name}' "
-            f"({type(why).__name__}: {why}); it runs on the reference interpreter",
-            RuntimeWarning,
-            stacklevel=4,
+        self.handoffs = Handoffs(
+            Handoff((label(node),), NAME, "reference", why) for node, why in self.handed_on
         )
-        plan = cls.__new__(cls)
-        plan.source = ""
-        plan.run = lambda args, state: Interpreter(state=state).run_graph(graph, args)
-        return plan
 
 
 class CompiledExecutable:
@@ -95,62 +92,85 @@ class CompiledExecutable:
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
-        self._plans: dict[tuple[Any, ...], Plan] = {}
+        self._plans: dict[tuple[Any, ...], CompiledPlan] = {}
         self._lock = threading.Lock()
         self._stateful = any(n.op == "Assign" for _, n in graph.walk())
 
-    def plan(self, args: Sequence[Any], trace: frozenset[str] = frozenset()) -> Plan:
+    def plan(
+        self, args: Sequence[Any], trace: frozenset[str] = frozenset(), observed: bool = False
+    ) -> CompiledPlan:
         """The plan for ``args``' signature (made on first use); traced values plan from the
-        unoptimised graph, so every named value is recorded where the model computes it."""
-        key = (signature(args), trace)
+        unoptimised graph, so every named value is recorded where the model computes it, and
+        so do observed runs (``observed``), whose observer sees the model's own loops."""
+        key = (signature(args), trace, observed)
         plan = self._plans.get(key)
         if plan is None:
+            as_written = bool(trace) or observed
             try:
-                graph = specialize(self.graph, args, fold=not trace)
-                graph = graph if trace else optimize(graph)
+                graph = specialize(self.graph, args, fold=not as_written)
             except TensorloopError:
                 # The signature makes the graph invalid (a reshape the shapes cannot take, say):
                 # plan the graph as it is, and let the run report the fault as the reference does.
                 graph = self.graph
-            try:
-                plan = Plan(graph, trace)
-            except Exception as exc:  # a bug in planning: the reference still answers
-                plan = Plan.on_reference(self.graph, exc)
+            else:
+                graph = graph if as_written else optimize(graph)
+            # A pass or the code generator failing is a bug: it propagates, never hidden.
+            plan = CompiledPlan(graph, trace, observed)
             with self._lock:
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
                 plan = self._plans.setdefault(key, plan)
         return plan
 
-    def compile(self, args: Sequence[Any]) -> Plan:
+    def compile(self, args: Sequence[Any]) -> CompiledPlan:
         """Plan for ``args``' signature now, ahead of the first run (values are not read)."""
         return self.plan(args)
 
+    def placement(self, args: Sequence[Any]) -> list[Placement]:
+        """Where each top-level node runs for ``args``' signature (here), and each Loop or If,
+        at any depth, whose bodies the plan leaves to the reference interpreter, with why."""
+        handed = {label(node): (node, why) for node, why in self.plan(args).handed_on}
+        rows = []
+        for node in self.graph.nodes:
+            if node.op == "Constant":
+                continue
+            inner = handed.pop(label(node), None)
+            device, why = (NAME, "") if inner is None else ("reference", inner[1])
+            rows.append(Placement(label(node), node.op, device, why))
+        rows += [Placement(name, n.op, "reference", why) for name, (n, why) in handed.items()]
+        return rows
+
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
         state.start(self.graph)
-        plan = self.plan(args, state.trace_names)
+        plan = self.plan(args, state.trace_names, state.observer is not None)
         saved = dict(state.variables) if self._stateful else None
-        stacked = state.stacked_bytes
+        stacked, handed = state.stacked_bytes, len(state.handoffs)
+        plan.handoffs.start(state)
         try:
             return plan.run(args, state)
-        except TensorloopError:
-            raise
-        except Exception:  # support.Deoptimize included
-            # Not planned for, or failed: the reference's answer (or its clear error) stands.
-            if saved is not None:
-                state.variables.clear()
-                state.variables.update(saved)
-            state.trace.clear()
-            state.path = ()
-            state.loops = ()
-            state.stacked_bytes = stacked
-            return Interpreter(state=state).run_graph(self.graph, args)
+        except support.Deoptimize as deopt:  # a case the plan does not cover: planned for
+            reason = str(deopt)
+        except MemoryError as exc:  # what the plan preallocates, the machine could not give
+            reason = f"out of memory ({exc or 'MemoryError'})"
+        # The reference's answer (or its clear error) stands: its run starts from the state this
+        # run started from, and it is what this run did (the handoff says so).
+        if saved is not None:
+            state.variables.clear()
+            state.variables.update(saved)
+        state.trace.clear()
+        state.path = ()
+        state.loops = ()
+        state.stacked_bytes = stacked
+        del state.handoffs[handed:]
+        nodes = tuple(label(n) for n in self.graph.nodes if n.op != "Constant")
+        plan.handoffs.record(state, Handoff(nodes, NAME, "reference", reason, RUN))
+        return Interpreter(state=state).run_graph(self.graph, args)
 
 
 class CompiledBackend:
     """Runs graphs as generated Python over NumPy, planned once per input signature."""
 
-    name = "compiled"
+    name = NAME
 
     def prepare(
         self, graph: Graph, input_types: Sequence[Type] | None = None
@@ -172,4 +192,11 @@ def optimize(graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
 
 register_backend("compiled", CompiledBackend)
 
-__all__ = ["PIPELINE", "VERIFY_PASSES", "CompiledBackend", "CompiledExecutable", "Plan", "optimize"]
+__all__ = [
+    "PIPELINE",
+    "VERIFY_PASSES",
+    "CompiledBackend",
+    "CompiledExecutable",
+    "CompiledPlan",
+    "optimize",
+]

@@ -30,7 +30,8 @@ from .memory import VIEW_OPS, plan_buffers, plan_in_place
 from .ops import Operand, inline, inline_into
 
 MAX_NESTING = 10
-"""Bodies nested deeper run through the reference kernel (Python allows 20 nested blocks)."""
+"""Bodies nested deeper run through the reference kernel, which runs them on the reference
+interpreter: a handoff of the plan (Python allows 20 nested blocks)."""
 
 
 class Source:
@@ -58,11 +59,16 @@ class Source:
 
 
 class Generator:
-    """Writes one function ``run(args, state)`` for a graph; ``trace`` names values to record."""
+    """Writes one function ``run(args, state)`` for a graph; ``trace`` names values to record,
+    ``observed``: the function calls the run's loop observer (``state.observer``) as each
+    iteration starts and each loop ends (a plan for unobserved runs has no such call)."""
 
-    def __init__(self, trace: frozenset[str]) -> None:
+    def __init__(self, trace: frozenset[str], observed: bool = False) -> None:
         self.src = Source()
         self.trace = trace
+        self.observed = observed
+        self.labelled = bool(trace) or observed
+        """Loops keep ``state.loops`` (their labels) up to date."""
         self.globals: dict[str, Any] = {
             "np": np,
             "support": support,
@@ -77,6 +83,9 @@ class Generator:
         self.constants: dict[Value, Any] = {}
         self._count = 0
         self.nesting = 0
+        self.handed_on: list[tuple[Node, str]] = []
+        """Loops and Ifs whose bodies the plan leaves to the reference interpreter, and why."""
+        self.why_not_inlined = ""
         self.buffers: dict[Value, str] = {}
         self.in_place: dict[Value, Value] = {}
         self.known: dict[Value, Any] = {}
@@ -135,6 +144,9 @@ class Generator:
             static_check = len(self.src.lines)
             if self.trace:
                 self.src.line("_record = state.record")
+            if self.observed:
+                self.src.line("_on_iteration = state.observer.on_iteration")
+                self.src.line("_on_loop_end = state.observer.on_loop_end")
             if args:
                 self.src.line(f"{', '.join(args)}, = args")
             for p in graph.inputs:
@@ -194,6 +206,9 @@ class Generator:
         if node.op == "If" and self.nesting < MAX_NESTING:
             self.branch(node)
             return
+        if node.op in ("Loop", "If"):
+            self.handed_on.append((node, self.why_not_inlined or _TOO_DEEP))
+            self.why_not_inlined = ""
         if predicted(node.op):
             self.guard(node)
         attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
@@ -207,8 +222,7 @@ class Generator:
             if buffer is not None:
                 lines = inline_into(node, attrs, operands, buffer, self.bind)
                 if lines is not None:
-                    for line in lines:
-                        self.src.line(line)
+                    self.statements(node, lines)
                     self.names[node.outputs[0]] = buffer
                     self.record(node.outputs[0])
                     return
@@ -218,9 +232,26 @@ class Generator:
         if exprs is None:
             self.call(node)
             return
-        for out, expr in zip(node.outputs, exprs, strict=True):
-            self.src.line(f"{self.local(out)} = {expr}")
+        outs = [self.local(out) for out in node.outputs]
+        self.statements(node, [f"{o} = {e}" for o, e in zip(outs, exprs, strict=True)])
+        for out in node.outputs:
             self.record(out)
+
+    def statements(self, node: Node, lines: list[str]) -> None:
+        """``node``'s inline code. Where shapes or an index are known only at run time, what
+        NumPy refuses is the data's fault, which the reference must report: those lines alone
+        deoptimise on ``IndexError``/``ValueError`` (a bug of a template that fails the same
+        way makes a handoff, warned); every other exception propagates."""
+        if not _may_fail_on_data(node):
+            for line in lines:
+                self.src.line(line)
+            return
+        with self.src.block("try:"):
+            for line in lines:
+                self.src.line(line)
+        where = self.bind(node.describe(), "where")
+        with self.src.block("except (IndexError, ValueError) as e:"):
+            self.src.line(f"raise support.Deoptimize.on_data({where}, e) from e")
 
     def take_view(self, node: Node, operands: list[Operand | None], exprs: list[str]) -> bool:
         """A view of constants is a constant: take it now, once (no copy is made). False when
@@ -229,7 +260,7 @@ class Generator:
             return False
         try:
             values = [np.asarray(eval(expr, self.globals)) for expr in exprs]
-        except Exception:  # an index out of range, say: the run's error to give
+        except (IndexError, ValueError):  # an index out of range, say: the run's error to give
             return False
         for out, value in zip(node.outputs, values, strict=True):
             self.known[out] = value
@@ -245,7 +276,7 @@ class Generator:
         args += ["None" if v is None else self.names[v] for v in node.inputs]
         outs = [self.local(o) for o in node.outputs]
         call = f"{fn}({', '.join(args)})"
-        labelled = node.op == "Loop" and bool(self.trace)  # its iterations' values carry it
+        labelled = node.op == "Loop" and self.labelled  # its iterations carry its label
         if labelled:
             outer = self.fresh("loops")
             self.src.line(f"{outer} = state.loops")
@@ -263,14 +294,12 @@ class Generator:
 
     def idle(self, view: Loop) -> bool:
         """A loop with no outputs whose body only says "go on": running it changes nothing."""
-        body, cond = view.body, view.continue_condition
         return (
             not view.outputs
             and not self.trace
-            and cond.constant is not None
-            and cond.constant.size == 1
-            and bool(cond.constant.reshape(()))
-            and all(n.op == "Constant" for n in body.nodes)
+            and not self.observed
+            and view.always_continues
+            and all(n.op == "Constant" for n in view.body.nodes)
         )
 
     @staticmethod
@@ -299,9 +328,10 @@ class Generator:
         view = If(node)
         cond = self.names[node.inputs[0]]  # type: ignore[index]
         outs = [self.local(o) for o in node.outputs]
+        where = self.bind(node.describe(), "where")
         self.nesting += 1
         for header, graph in (
-            (f"if support.truth({cond}):", view.then_branch),
+            (f"if support.truth({cond}, {where}):", view.then_branch),
             ("else:", view.else_branch),
         ):
             with self.src.block(header):
@@ -326,24 +356,24 @@ class Generator:
         types = [None if s.source is None else s.source.type for s in view.sliced]
         ranks = [t.rank if isinstance(t, TensorType) else None for t in types]
         if any(r is None for r in ranks):
+            self.why_not_inlined = "a sliced input of unknown rank: its kernel runs the body"
             return False
         axes = []
         for s, rank in zip(view.sliced, ranks, strict=True):
             assert rank is not None
             if not -rank <= s.spec.axis < rank:
+                self.why_not_inlined = "a slicing axis out of range: its kernel reports it"
                 return False  # the reference reports the bad axis
             axes.append(s.spec.axis + rank if s.spec.axis < 0 else s.spec.axis)
         src, where = self.src, node.describe()
         k = self.fresh("loop")
         i, n, cond = f"i_{k}", f"n_{k}", f"c_{k}"
 
-        bounds = []
-        if view.trip_count is not None:
-            data = view.trip_count.constant
-            static = int(data.reshape(-1)[0]) if data is not None and data.size == 1 else None
-            bounds.append(
-                str(static) if static is not None else f"int({self.ref(view.trip_count)})"
-            )
+        bounds = []  # the run-time bound is the least of these (Loop.bound_given)
+        if view.constant_trip_count is not None:
+            bounds.append(str(view.constant_trip_count))
+        elif view.trip_count is not None:
+            bounds.append(f"int({self.ref(view.trip_count)})")
         slice_names = [self.ref(s.source) for s in view.sliced]
         bounds += [f"{name}.shape[{a}]" for name, a in zip(slice_names, axes, strict=True)]
         if bounds:
@@ -387,14 +417,12 @@ class Generator:
         src.line(f"{i} = 0")
         if self.trace:
             src.line(f"path_{k} = state.path")
+        if self.labelled:
             src.line(f"loops_{k} = state.loops")
-            src.line(f"state.loops = loops_{k} + ({loop_label(node)!r},)")
+            src.line(f"labels_{k} = state.loops = loops_{k} + ({loop_label(node)!r},)")
 
-        continues = view.continue_condition
-        stops = not (continues.constant is not None and bool(np.asarray(continues.constant)))
-        always = not stops and (initial is None or initial.constant is not None)
-        if always and initial is not None and not bool(np.asarray(initial.constant)):
-            always = False  # never runs: keep the plain form
+        stops = not view.always_continues  # the body's condition is computed
+        always = not view.can_stop_early  # no condition to test (a constant false one is kept)
         # A bounded loop checks the iteration limit once, after it: it runs at most
         # min(bound, limit) trips and fails if it would have gone on (as the reference fails on
         # entering trip number `limit`).
@@ -413,6 +441,8 @@ class Generator:
             if not bounds:
                 with src.block(f"if {i} >= _max_iterations:"):
                     self.raise_limit(where)
+            if self.observed:
+                src.line(f"_on_iteration(labels_{k}, {i})")
             if self.trace:
                 src.line(f"state.path = path_{k} + ({i},)")
             if it_param.uses or it_param.name in self.trace:
@@ -423,13 +453,17 @@ class Generator:
                 if not p.uses and p not in body.outputs and p.name not in self.trace:
                     continue  # a source kept only for its length bounds the trips
                 item = f"{name}.shape[{a}] - 1 - {i}" if s.spec.reverse else i
-                src.line(f"{self.local(p)} = {name}[{', '.join([':'] * a + [item])}]")
+                # As the reference's slice: an array even of one element (plain indexing gives
+                # a NumPy scalar there, or a string tensor's Python str), and C-contiguous (a
+                # view where the source's rows are; NumPy's MatMul rounds by layout).
+                index = ", ".join([":"] * a + [item, "..."])
+                src.line(f"{self.local(p)} = np.asarray({name}[{index}], order='C')")
             for p in body.inputs:
                 self.record(p, raw=p is it_param)
             self.body(body)
             step = view.counts.split_results(body.outputs)
             if stops:
-                src.line(f"{cond} = bool({self.names[continues]})")
+                src.line(f"{cond} = bool({self.names[view.continue_condition]})")
             # Stacked results first: one may be a carried parameter, rebound below.
             first = n if bounds else "1"
             for b, shape, cap, t, y in zip(
@@ -449,7 +483,9 @@ class Generator:
                 with src.block(f"elif {i} == len({b}):"):
                     src.line(f"{b} = support.stack_grow(state, {b}, {where_name})")
                 with src.block(f"if {yv}.shape != {shape}:"):
-                    src.line("raise support.Deoptimize")
+                    src.line(
+                        f"raise support.Deoptimize({where_name}, 'a stacked result changes shape')"
+                    )
                 src.line(f"{b}[{i}] = {yv}")
             nexts = [self.names[v] for v in step.carried]
             changed = [(c, x) for c, x in zip(carried_names, nexts, strict=True) if c != x]
@@ -461,11 +497,14 @@ class Generator:
         self.nesting -= 1
         if self.trace:
             src.line(f"state.path = path_{k}")
+        if self.labelled:
             src.line(f"state.loops = loops_{k}")
         if bounds:
             going = " and ".join([f"{i} < {n}"] + ([] if always else [cond]))
             with src.block(f"if {i} == _max_iterations and {going}:"):
                 self.raise_limit(where)
+        if self.observed:
+            src.line(f"_on_loop_end(labels_{k}, {i})")
 
         finals, outputs = view.counts.split_outputs(node.outputs)
         for out, name in zip(finals, carried_names, strict=True):
@@ -497,8 +536,29 @@ def _zero_trip(node: Node) -> Any:
     return outputs
 
 
-def generate(graph: Graph, trace: frozenset[str]) -> tuple[str, dict[str, Any]]:
-    """The source of ``run(args, state)`` for ``graph`` and the globals it reads."""
-    gen = Generator(trace)
+_TOO_DEEP = (
+    f"nested deeper than MAX_NESTING ({MAX_NESTING}) bodies: its kernel runs its bodies on the "
+    "reference interpreter"
+)
+
+
+def _may_fail_on_data(node: Node) -> bool:
+    """Whether ``node``'s inline form may fail on run-time data: a Gather's index, or shapes
+    the plan does not know (NumPy then refuses what the type rules could not)."""
+    if node.op == "Gather":
+        return True
+    values = [*node.inputs, *node.outputs]
+    return any(
+        isinstance(v.type, TensorType) and not v.type.is_static for v in values if v is not None
+    )
+
+
+def generate(
+    graph: Graph, trace: frozenset[str], observed: bool = False
+) -> tuple[str, dict[str, Any], list[tuple[Node, str]]]:
+    """The source of ``run(args, state)`` for ``graph``, the globals it reads (``observed``:
+    calling the run's loop observer, see ``Generator``), and the Loops and Ifs whose bodies
+    the plan hands to the reference interpreter, with why."""
+    gen = Generator(trace, observed)
     text = gen.function(graph)
-    return text, gen.globals
+    return text, gen.globals, gen.handed_on

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from ...ir.graph import Node
+from ...ops.reduce import PREFIX_SUM_DTYPES
 from ...ops.shape import reshape_dims, slice_bounds, split_sizes
 from ...tensor.dtypes import DType
+from ...tensor.numerics import NATIVE_FLOATS, accumulates_wide, accumulator_dtype
 from ...tensor.types import TensorType, Type
 
 Array = np.ndarray[Any, Any]
@@ -58,8 +60,11 @@ Template = Callable[[Node, dict[str, Any], list[Operand | None], Bind], list[str
 
 _TEMPLATES: dict[str, Template] = {}
 
-# NumPy computes these dtypes natively; the reference widens float16/bfloat16 to float32 first.
-_FLOATS = frozenset({DType.float32, DType.float64})
+# The floats NumPy computes in directly (numerics.NATIVE_FLOATS): the reference widens the
+# narrower ones (float16, bfloat16, the float8s, float4: numerics.WIDENED) to float32 first and
+# rounds their float64 totals back through numerics.round_to, which these expressions do not, so
+# the templates decline them and the reference kernel runs.
+_FLOATS = NATIVE_FLOATS
 _INTS = frozenset(
     {DType.int8, DType.int16, DType.int32, DType.int64}
     | {DType.uint8, DType.uint16, DType.uint32, DType.uint64}
@@ -141,9 +146,8 @@ def _matmul(
         return None
     a, b = ins
     assert a is not None and b is not None
-    if a.rank is not None and a.rank >= 3 and b.rank == 2:
-        # A stack of matrices times one matrix is one GEMM over all rows, not one per matrix.
-        return [f"support.matmul_rows({a.expr}, {b.expr})"]
+    # The reference's np.matmul, a stack of matrices included: one GEMM over all of a stack's
+    # rows would sum in BLAS's other order for other sizes (OpenBLAS picks its kernels by shape).
     return [f"({a.expr} @ {b.expr})"]
 
 
@@ -171,7 +175,8 @@ def _gemm_parts(
     x = f"{a.expr}.T" if attrs["transA"] else a.expr
     y = f"{b.expr}.T" if attrs["transB"] else b.expr
     if attrs["transB"] and b.const is not None:  # weights: transposed once, here
-        y = bind(np.ascontiguousarray(b.const.T), "weights_t")
+        # a view, as the reference's: BLAS sums a contiguous copy of it in another order
+        y = bind(b.const.T, "weights_t")
     alpha, beta = attrs["alpha"], attrs["beta"]
     factor = None if alpha == 1 else bind(alpha, "alpha")
     c = ins[2] if len(ins) > 2 else None
@@ -432,8 +437,9 @@ _ONE_INPUT = frozenset(
 def _cumsum(
     node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
 ) -> list[str] | None:
-    # The reference sums floats in float64 and rounds once, integers in NumPy's default integer
-    # (wrapping back): the same here, converting first (NumPy's casting accumulate is 4x slower).
+    # The reference accumulates in numerics.accumulator_dtype and rounds (or wraps) back once:
+    # floats in float64, converted first here (NumPy's casting accumulate is 4x slower), integers
+    # in NumPy's default integer, which np.cumsum picks itself.
     data, axis_in = ins
     axis = None if axis_in is None else axis_in.ints()
     if data is None or data.rank is None or axis is None or len(axis) != 1:
@@ -445,7 +451,26 @@ def _cumsum(
         return None
     assert data.tensor is not None
     dtype = bind(data.tensor.dtype.numpy, "dtype")
-    x = f"{data.expr}.astype(np.float64)" if data.tensor.dtype in _FLOATS else data.expr
+    acc = accumulator_dtype(data.tensor.dtype)
+    x = f"{data.expr}.astype(np.{acc.name})" if accumulates_wide(data.tensor.dtype) else data.expr
     if attrs["reverse"]:
         return [f"np.flip(np.cumsum(np.flip({x}, {a}), axis={a}), {a}).astype({dtype})"]
     return [f"np.cumsum({x}, axis={a}).astype({dtype})"]
+
+
+@template("PrefixSum")
+def _prefix_sum(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    # The reference kernel's own call: np.cumsum in the input's type, one add per element.
+    data = ins[0] if len(ins) == 1 else None
+    if data is None or data.rank is None or not _dtypes([data], PREFIX_SUM_DTYPES):
+        return None
+    a = _axis(attrs["axis"], data.rank)
+    if a is None:
+        return None
+    assert data.tensor is not None
+    dtype = bind(data.tensor.dtype.numpy, "dtype")
+    if attrs["reverse"]:
+        return [f"np.flip(np.cumsum(np.flip({data.expr}, {a}), axis={a}, dtype={dtype}), {a})"]
+    return [f"np.cumsum({data.expr}, axis={a}, dtype={dtype})"]

@@ -26,8 +26,19 @@ bound is unknown or larger; it doubles when a loop outruns it."""
 
 class Deoptimize(Exception):  # noqa: N818  (a signal, not an error a user sees)
     """Raised by generated code on a case it does not plan for (a stacked result changing shape,
-    say): the executable reruns the whole call on the reference interpreter, whose answer (or
-    error) is the one the user gets."""
+    an index out of range, shapes NumPy refuses): the executable reruns the whole call on the
+    reference interpreter, whose answer (or error) is the one the user gets, and records the
+    handoff (``where``: the node, ``why``: the case). The only exception a plan hands on."""
+
+    def __init__(self, where: str = "", why: str = "a case the plan does not cover") -> None:
+        super().__init__(f"{where}: {why}" if where else why)
+        self.where = where
+        self.why = why
+
+    @classmethod
+    def on_data(cls, where: str, error: Exception) -> Deoptimize:
+        """``where`` failed on run-time data with ``error`` (NumPy's): the reference says how."""
+        return cls(where, f"failed on run-time data ({type(error).__name__}: {error})")
 
 
 def stack_start(state: RunState, y: Any, bound: int, where: str) -> tuple[Array, tuple[int, ...]]:
@@ -98,17 +109,11 @@ def stack_finish(buffer: Array, n: int, axis: int, reverse: bool) -> Array:
     return out
 
 
-def matmul_rows(a: Array, b: Array) -> Array:
-    """``a @ b`` for ``a`` of rank 3 or more and ``b`` a matrix, as one GEMM over every row."""
-    rows = a.reshape(-1, a.shape[-1]) @ b
-    return rows.reshape(*a.shape[:-1], b.shape[-1])
-
-
-def truth(cond: Any) -> bool:
+def truth(cond: Any, where: str = "If") -> bool:
     """An If's condition as a bool; anything but one element is handed to the reference."""
     c = np.asarray(cond)
     if c.size != 1:
-        raise Deoptimize
+        raise Deoptimize(where, f"its condition holds {c.size} elements")
     return bool(c.reshape(()))
 
 

@@ -11,7 +11,16 @@ Results are the reference's: int64 stays int64 (``jax_enable_x64`` is set when t
 imported), a multiply is never fused into an add unless ``Options(contract=True)`` asks for it
 (see ``lowering.Options``), and what the reference would raise on run-time data is a fault
 code that becomes the reference's error (``lowering.Fault``). Traced runs run on the compiled
-backend, which records every iteration on the host.
+backend, which records every iteration on the host; observed runs (``LoopObserver``) run
+their loops there, which calls the observer every iteration.
+
+What runs on the compiled backend instead of XLA is a ``Handoff`` from ``jax`` to ``compiled``,
+on every run's ``Outputs.handoffs`` and warned once per plan (``FallbackWarning``): nodes the
+partition places there (the lowering's ``check``, types, a traced, timed or observed run), nodes
+whose lowering raised ``LoweringError`` while tracing or whose island XLA refused to compile
+(re-partitioned, with XLA's message), and at run time an island whose fault code asks the
+compiled backend to judge the data or whose run XLA failed. Any other exception of a lowering,
+of tracing or of a run is a bug: it propagates.
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ from ...reference import Interpreter
 from ...reference.allocation import predicted
 from ...reference.runtime import RunState, loop_limit_error
 from ...tensor.types import TensorType, Type
-from ..base import register_backend
+from ..base import RUN, Handoff, Handoffs, label, register_backend
 from ..compiled import CompiledExecutable, optimize
 
 try:
@@ -119,7 +128,11 @@ class XlaIsland:
         self.capacities = capacities
         self.device = self._device()
         self.operand_values = _large_constants(island)
-        self.operands = [jax.device_put(v.constant, self.device) for v in self.operand_values]
+        try:
+            self.operands = [jax.device_put(v.constant, self.device) for v in self.operand_values]
+        except jax.errors.JaxRuntimeError as exc:  # no room on the device for the weights
+            why = f"XLA could not put its constants on {self.device} ({_one_line(exc)})"
+            raise _IslandFailedError(island.nodes, why) from exc
         self.faults: list[Fault] = []
         self.stacks: dict[int, Any] = {}
         started = time.perf_counter()
@@ -139,11 +152,8 @@ class XlaIsland:
                 args = [None if v is None else lookup(env, v, pool) for v in node.inputs]
                 try:
                     outs = lower_node(ctx, node, args)
-                except LoweringError as exc:
+                except LoweringError as exc:  # typed: the node moves, any other error is a bug
                     raise _IslandFailedError([node], f"XLA lowering failed ({exc.why})") from exc
-                except Exception as exc:  # a case a lowering does not cover
-                    why = f"XLA lowering failed ({type(exc).__name__}: {exc})"
-                    raise _IslandFailedError([node], why) from exc
                 env.update(zip(node.outputs, outs, strict=True))
             self.faults = ctx.faults
             results = []
@@ -177,7 +187,11 @@ class XlaIsland:
         inputs = [spec(v) for v in self.island.inputs]
         with jax.default_device(self.device):
             lowered = jax.jit(self._function()).lower(limit, negzero, operands, inputs)
-            return lowered.compile()
+            try:
+                return lowered.compile()
+            except jax.errors.JaxRuntimeError as exc:  # XLA refused it (out of memory, say)
+                why = f"XLA could not compile its island ({_one_line(exc)})"
+                raise _IslandFailedError(self.island.nodes, why) from exc
 
     def host(self, graph: Graph) -> CompiledExecutable:
         """The same island on the compiled backend (for a fault the reference must judge)."""
@@ -254,8 +268,10 @@ def subgraph(graph: Graph, island: Island) -> Graph:
 
 
 @dataclass
-class Plan:
-    """One signature's islands, compiled; ``placement`` says where each node runs."""
+class JaxPlan:
+    """One signature's islands, compiled; ``placement`` says where each node runs, and
+    ``handoffs`` records (and warns of, once) what it hands to the compiled backend: the nodes
+    placed there while planning, every run, and each run's deoptimisations."""
 
     graph: Graph
     options: Options
@@ -266,11 +282,14 @@ class Plan:
     lock: threading.Lock = field(default_factory=threading.Lock)
     timed: bool = False
     """Planned for runs with a deadline: no loop XLA cannot interrupt runs on XLA."""
+    observed: bool = False
+    """Planned for runs with a loop observer: no loop runs on XLA."""
     interruptible: bool = True
     """Whether every XLA island stops within a deadline (holds no while loop)."""
     largest: tuple[int, tuple[int, ...], Any, str] | None = None
     """The largest static output of an op whose output size comes from data, checked against
     each run's limits before the plan runs."""
+    handoffs: Handoffs = field(default_factory=Handoffs)
 
     def build(self) -> None:
         self.largest = _largest_sized(self.graph)
@@ -281,6 +300,12 @@ class Plan:
                 "backend checks the deadline every iteration"
             )
             excluded = {n: why for n in self.graph.nodes if uninterruptible(n)}
+        if self.observed:
+            why = (
+                "a run with a loop observer: XLA cannot call out each iteration, the compiled "
+                "backend calls the observer every iteration"
+            )
+            excluded.update({n: why for n in self.graph.nodes if _holds_loop(n)})
         for _ in range(len(self.graph.nodes) + 1):
             try:
                 self._build(excluded)
@@ -294,25 +319,23 @@ class Plan:
         seconds = 0.0
         for island in partition(self.graph, excluded):
             if island.device == XLA:
-                try:
-                    compiled = XlaIsland(island, self.options, self.capacities)
-                except _IslandFailedError:
-                    raise
-                except Exception as exc:  # XLA's compiler refused the program
-                    why = f"XLA could not compile its island ({type(exc).__name__}: {exc})"
-                    raise _IslandFailedError(island.nodes, why) from exc
+                # A lowering's LoweringError or XLA's refusal moves the island's nodes to the
+                # compiled backend (_IslandFailedError, caught by build); anything else is a bug.
+                compiled = XlaIsland(island, self.options, self.capacities)
                 seconds += compiled.compile_seconds
                 steps.append((island, compiled))
             else:
                 steps.append((island, CompiledExecutable(subgraph(self.graph, island))))
         self.steps = steps
         self.placement = place(self.graph, excluded)
+        self.handoffs = Handoffs(placed_handoffs(self.placement))
         self.compile_seconds = seconds
         self.interruptible = not any(
             uninterruptible(n) for i, s in steps if isinstance(s, XlaIsland) for n in i.nodes
         )
 
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
+        self.handoffs.start(state)
         if self.largest is not None and self.largest[0] > state.limits.max_tensor_bytes:
             _, shape, dtype, where = self.largest
             state.check_tensor(shape, dtype, where)
@@ -328,10 +351,12 @@ class Plan:
         return [_result(env, v) for v in self.graph.outputs]
 
     def _run_xla(self, k: int, step: XlaIsland, inputs: list[Any], state: RunState) -> list[Any]:
+        reason = "its stacked outputs grew 64 times"
         for _ in range(64):
             try:
                 code, outs = step.run(inputs, state)
-            except Exception:  # XLA failed at run time (memory, say): the compiled backend runs it
+            except jax.errors.JaxRuntimeError as exc:  # XLA failed at run time (memory, say)
+                reason = f"XLA failed at run time ({_one_line(exc)})"
                 break
             if code == 0:
                 return outs
@@ -340,13 +365,19 @@ class Plan:
                 raise loop_limit_error(fault.where, state.max_iterations)
             if fault.kind == "grow" and fault.loop is not None:
                 if self._stacked_bytes(fault.loop) > state.limits.max_stacked_bytes:
-                    break  # the compiled backend stops it at the limit, as the reference does
+                    # the compiled backend stops it at the limit, as the reference does
+                    reason = f"{fault.where}: its stacked outputs reach max_stacked_bytes"
+                    break
                 try:
                     step = self._grow(k, step, fault.loop)
-                except Exception:  # XLA could not compile the larger buffers
+                except _IslandFailedError as failed:  # XLA could not compile larger buffers
+                    reason = failed.why
                     break
                 continue
+            reason = f"{fault.where}: run-time data the compiled backend must judge ({fault.kind})"
             break
+        nodes = tuple(label(n) for n in step.island.nodes)
+        self.handoffs.record(state, Handoff(nodes, "jax", HOST, reason, RUN))
         return step.host(self.graph).run([_host(x) for x in inputs], state)
 
     def _stacked_bytes(self, loop: Node) -> int:
@@ -370,6 +401,28 @@ class Plan:
                 self.steps[k] = (step.island, grown)
             current: XlaIsland = self.steps[k][1]
             return current
+
+
+def placed_handoffs(placement: Sequence[Placement]) -> list[Handoff]:
+    """The nodes ``placement`` puts on the compiled backend, one handoff per reason."""
+    by_reason: dict[str, list[str]] = {}
+    for p in placement:
+        if p.device != XLA:
+            by_reason.setdefault(p.reason, []).append(p.node)
+    return [Handoff(tuple(nodes), "jax", HOST, why) for why, nodes in by_reason.items()]
+
+
+def _one_line(exc: BaseException) -> str:
+    """``exc`` as its type and the first line of its message (XLA's run to many lines)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _holds_loop(node: Node) -> bool:
+    """Whether ``node`` is a Loop or holds one in a body or branch."""
+    return node.op == "Loop" or any(
+        n.op == "Loop" for sub in node.subgraphs.values() for _, n in sub.walk()
+    )
 
 
 def _largest_sized(graph: Graph) -> tuple[int, tuple[int, ...], Any, str] | None:
@@ -404,14 +457,18 @@ class JaxExecutable:
     def __init__(self, graph: Graph, options: Options) -> None:
         self.graph = graph
         self.options = options
-        self._plans: dict[Any, Plan] = {}
+        self._plans: dict[Any, JaxPlan] = {}
         self._lock = threading.Lock()
         self._host = CompiledExecutable(graph)
+        nodes = tuple(label(n) for n in graph.nodes if n.op != "Constant")
+        why = "a traced run: the compiled backend records every iteration on the host"
+        self._traced = Handoffs([Handoff(nodes, "jax", HOST, why)])
 
-    def plan(self, args: Sequence[Any], timed: bool = False) -> Plan:
+    def plan(self, args: Sequence[Any], timed: bool = False, observed: bool = False) -> JaxPlan:
         """The plan for ``args``' signature, made and compiled on first use; ``timed``: one
-        for runs with a deadline, where no loop XLA cannot interrupt runs on XLA."""
-        key = (signature(args), timed)
+        for runs with a deadline, where no loop XLA cannot interrupt runs on XLA; ``observed``:
+        one for runs with a loop observer, where no loop runs on XLA."""
+        key = (signature(args), timed, observed)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
@@ -419,33 +476,39 @@ class JaxExecutable:
             plan = self._plans.get(key)
             if plan is None:
                 try:
-                    graph = optimize(specialize(self.graph, args), PIPELINE)
-                except TensorloopError:
+                    graph = specialize(self.graph, args)
+                except TensorloopError:  # the signature makes the graph invalid: as it is
                     graph = self.graph
-                plan = Plan(graph, self.options, timed=timed)
+                else:
+                    graph = optimize(graph, PIPELINE)
+                plan = JaxPlan(graph, self.options, timed=timed, observed=observed)
                 plan.build()
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
                 self._plans[key] = plan
         return plan
 
-    def compile(self, args: Sequence[Any]) -> Plan:
+    def compile(self, args: Sequence[Any]) -> JaxPlan:
         """Compile for ``args``' signature now (their values are not read)."""
         return self.plan(args)
 
-    def placement(self, args: Sequence[Any]) -> list[Placement]:
-        """Where each node runs for ``args``' signature, and why not on XLA."""
-        return self.plan(args).placement
+    def placement(self, args: Sequence[Any], observed: bool = False) -> list[Placement]:
+        """Where each node runs for ``args``' signature, and why not on XLA (``observed``: in
+        a run with a loop observer)."""
+        return self.plan(args, observed=observed).placement
 
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
         if state.trace_names:  # per-iteration values are recorded on the host
+            self._traced.start(state)
             return self._host.run(args, state)
         state.start(self.graph)
+        if state.observer is not None:  # its loops on the host: a plan that meets any deadline
+            return self.plan(args, observed=True).run(args, state)
         if state.deadline is None:
             return self.plan(args).run(args, state)
         # A deadline: the usual plan if XLA can stop it in time, else one that leaves the
         # loops XLA cannot interrupt to the compiled backend.
-        plan = self._plans.get((signature(args), False))
+        plan = self._plans.get((signature(args), False, False))
         if plan is None or not plan.interruptible:
             plan = self.plan(args, timed=True)
         return plan.run(args, state)
@@ -479,9 +542,9 @@ __all__ = [
     "XLA",
     "JaxBackend",
     "JaxExecutable",
+    "JaxPlan",
     "Options",
     "Placement",
-    "Plan",
     "control",
     "ops",
 ]

@@ -1,14 +1,15 @@
 """Loop and If lowered to XLA: ``lax.scan``, ``lax.while_loop`` and ``lax.cond``.
 
-A Loop whose trip count is static and which nothing can stop early is a ``lax.scan`` (its
-sliced sources scanned along their axis, its per-iteration results stacked by the scan).
-Every other Loop is a ``lax.while_loop`` whose state is the iteration, the fault code, the
-condition, the carried values and one buffer per stacked result, preallocated to the loop's
-static trip bound, or to a capacity that grows: a loop that would outrun its buffers stops,
-reports a ``grow`` fault, and the executable compiles again with the capacity doubled. Such a
-loop's stacked outputs leave the island as ``DynamicStack`` (the buffer and the count), cut to
-length on the way out. The iteration limit is a run-time operand; a loop that would pass it
-stops and reports a ``limit`` fault, which the executable raises as the reference does. A
+A Loop whose trip count is static and which nothing can stop early (``Loop.trips_given``,
+with the source lengths tracing knows) is a ``lax.scan`` (its sliced sources scanned along
+their axis, its per-iteration results stacked by the scan). Every other Loop is a
+``lax.while_loop`` whose state is the iteration, the fault code, the condition, the carried
+values and one buffer per stacked result, preallocated to the loop's trip bound
+(``Loop.bound_given``), or to a capacity that grows: a loop that would outrun its buffers
+stops, reports a ``grow`` fault, and the executable compiles again with the capacity doubled.
+Such a loop's stacked outputs leave the island as ``DynamicStack`` (the buffer and the count),
+cut to length on the way out. The iteration limit is a run-time operand; a loop that would pass
+it stops and reports a ``limit`` fault, which the executable raises as the reference does. A
 while loop cannot be interrupted from outside XLA, so a run with a deadline runs the nodes
 holding one on the compiled backend (``uninterruptible``); a scan's trips are static and few.
 """
@@ -17,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from ...ir.branch import If
 from ...ir.graph import Node
@@ -54,49 +53,17 @@ class DynamicStack:
         return jnp.moveaxis(out, 0, axis) if axis else out
 
 
-def _is_true_constant(value: Any) -> bool:
-    data = None if value is None else value.constant
-    return data is not None and data.size == 1 and bool(data.reshape(-1)[0])
-
-
-def static_bound(view: Loop, sources: list[JaxValue], axes: list[int]) -> int | None:
-    """The loop's trip bound known at trace time: constant trip count and source lengths."""
-    bounds = [int(src.shape[a]) for src, a in zip(sources, axes, strict=True)]
-    trip = view.trip_count
-    if trip is not None:
-        data = trip.constant
-        if data is None:
-            return None if not bounds else min(bounds)
-        bounds.append(max(int(np.asarray(data).reshape(-1)[0]), 0))
-    return min(bounds) if bounds else None
-
-
-def can_stop_early(view: Loop) -> bool:
-    """Whether a condition may end the loop before its trip count."""
-    cond = view.condition
-    return (cond is not None and not _is_true_constant(cond)) or not _is_true_constant(
-        view.continue_condition
-    )
+def _scanned(trips: int | None) -> int | None:
+    """``trips`` if a loop that runs them lowers to a ``lax.scan``, else None."""
+    return trips if trips is not None and trips <= MAX_SCAN_TRIPS else None
 
 
 def scan_trips(view: Loop) -> int | None:
-    """The trips of a loop that lowers to a ``lax.scan`` (a static trip count of at most
-    ``MAX_SCAN_TRIPS`` that nothing stops early), or None for a ``lax.while_loop``."""
-    counted = view.trip_count
-    if can_stop_early(view) or (counted is not None and counted.constant is None):
-        return None
-    bounds = []
-    if counted is not None:
-        bounds.append(max(int(np.asarray(counted.constant).reshape(-1)[0]), 0))
-    for s in view.sliced:
-        t = None if s.source is None else s.source.type
-        if not (isinstance(t, TensorType) and t.is_static):
-            return None
-        shape = t.static_shape
-        if not -len(shape) <= s.spec.axis < len(shape):
-            return None
-        bounds.append(shape[s.spec.axis])
-    return min(bounds) if bounds and min(bounds) <= MAX_SCAN_TRIPS else None
+    """The trips of a loop that lowers to a ``lax.scan`` (its trip count known from the static
+    types, ``Loop.trips_given``, and at most ``MAX_SCAN_TRIPS``), or None for a
+    ``lax.while_loop`` (or a scan whose lengths only tracing knows)."""
+    lengths = view.static_lengths
+    return None if lengths is None else _scanned(view.trips_given(lengths))
 
 
 def uninterruptible(node: Node) -> bool:
@@ -126,13 +93,13 @@ def _loop(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValu
         normalize_axis(s.spec.axis, src.ndim, node.describe())
         for s, src in zip(view.sliced, sources, strict=True)
     ]
-    bound = static_bound(view, sources, axes)
+    lengths = [int(src.shape[a]) for src, a in zip(sources, axes, strict=True)]
     where = node.describe()
     constants: ConstantPool = ctx.constants
-    counted = view.trip_count
-    stops = can_stop_early(view) or (counted is not None and counted.constant is None)
-    if not stops and bound is not None and bound <= MAX_SCAN_TRIPS:
-        return _scan(ctx, view, bound, carried, sources, axes, invariants, constants, where)
+    trips = _scanned(view.trips_given(lengths))
+    if trips is not None:
+        return _scan(ctx, view, trips, carried, sources, axes, invariants, constants, where)
+    bound = view.bound_given(lengths)
     return _while(ctx, view, bound, trip, cond0, carried, sources, axes, invariants, constants)
 
 
@@ -213,7 +180,8 @@ def _while(
     for st in stacked:
         t = st.result.type
         assert isinstance(t, TensorType) and t.shape is not None
-        buffers.append(jnp.zeros((capacity, *t.shape), t.dtype.numpy))
+        # At least one row: a bound of 0 runs no trip, but the step writing row i is traced.
+        buffers.append(jnp.zeros((max(capacity, 1), *t.shape), t.dtype.numpy))
     run = _body_fn(ctx, view, invariants, constants)
     start = jnp.asarray(True) if cond0 is None else jnp.asarray(cond0).reshape(()).astype(bool)
 
@@ -234,6 +202,9 @@ def _while(
         i, code, _, values, bufs = state
         slices = []
         for src, s, a, n in zip(sources, view.sliced, axes, lengths, strict=True):
+            if n == 0:  # the loop never runs; XLA cannot index an empty axis even untaken
+                slices.append(jnp.zeros(src.shape[:a] + src.shape[a + 1 :], src.dtype))
+                continue
             idx = n - 1 - i if s.spec.reverse else i
             slices.append(lax.dynamic_index_in_dim(src, idx, axis=a, keepdims=False))
         code, cond, values, ys = run(code, i, values, slices)
@@ -254,6 +225,7 @@ def _while(
     for b, st in zip(bufs, stacked, strict=True):
         out_type = st.output.type
         if isinstance(out_type, TensorType) and out_type.is_static:
+            b = b[:capacity]  # a bound of 0 still allocated one row, which is no output
             y = jnp.flip(b, axis=0) if st.spec.reverse else b
             axis = normalize_axis(st.spec.axis, y.ndim, where)
             outputs.append(jnp.moveaxis(y, 0, axis) if axis else y)
@@ -290,7 +262,6 @@ __all__ = [
     "INITIAL_CAPACITY",
     "MAX_SCAN_TRIPS",
     "DynamicStack",
-    "can_stop_early",
     "scan_trips",
     "uninterruptible",
 ]

@@ -37,13 +37,20 @@ Check = Callable[[Node, dict[str, Any]], str | None]
 
 
 class LoweringError(TensorloopError):
-    """A node could not be lowered (a bug of ours or a case the lowering does not cover): the
-    executable moves the node to the compiled backend and plans again."""
+    """A node could not be lowered (a case the lowering does not cover, found only while
+    tracing): the executable moves the node to the compiled backend, plans again and records
+    the handoff. Any other exception a lowering raises is a bug, and propagates."""
 
     def __init__(self, node: Node, why: str) -> None:
         super().__init__(f"{node.describe()}: {why}")
         self.node = node
         self.why = why
+
+
+class UnlowerableError(TensorloopError):
+    """Raised by a lowering, while tracing, for a node it cannot express (a case its ``check``
+    cannot see before tracing, or one the reference refuses): ``lower_node`` makes it this
+    node's ``LoweringError``."""
 
 
 @dataclass(frozen=True)
@@ -212,12 +219,12 @@ def lower_node(ctx: LowerContext, node: Node, inputs: Sequence[JaxValue]) -> lis
     if entry is None:
         raise LoweringError(node, f"no XLA lowering for {node.op}")
     attrs = attrs_of(node)
+    # A case the lowering does not cover is its check's to refuse, or a LoweringError it raises
+    # (the node then moves to the compiled backend); any other exception is a bug, and propagates.
     try:
         outs = entry.fn(ctx, node, attrs, *inputs)
-    except TensorloopError:
-        raise
-    except Exception as exc:  # a case the lowering does not cover: the compiled backend runs it
-        raise LoweringError(node, f"{type(exc).__name__}: {exc}") from exc
+    except UnlowerableError as exc:
+        raise LoweringError(node, str(exc)) from exc
     if len(outs) != len(node.outputs):
         raise LoweringError(node, f"lowered to {len(outs)} outputs, expected {len(node.outputs)}")
     checked = []
@@ -292,6 +299,7 @@ __all__ = [
     "LowerContext",
     "LoweringError",
     "Options",
+    "UnlowerableError",
     "attrs_of",
     "constant_array",
     "lower_graph",

@@ -15,15 +15,13 @@ import numpy as np
 from jax import lax
 
 from ...ir.graph import Node
+from ...tensor import numerics
 from .lowering import JaxValue, LowerContext, lowers
-
-NARROW = (jnp.float16, jnp.bfloat16)
 
 
 def widen(x: JaxValue) -> JaxValue:
-    """A narrow float as float32 (exact for + - * / sqrt rounded back), others unchanged."""
-    x = jnp.asarray(x)
-    return x.astype(jnp.float32) if x.dtype in NARROW else x
+    """``x`` as a JAX array in the type it computes in (``numerics.widen`` over jax.numpy)."""
+    return numerics.widen(x, jnp)
 
 
 def is_float(x: JaxValue) -> bool:
@@ -148,7 +146,7 @@ def _where(
 
 def _matmul_f(a: JaxValue, b: JaxValue) -> JaxValue:
     dtype = jnp.asarray(a).dtype
-    if dtype in NARROW:
+    if numerics.is_widened(dtype):
         return jnp.matmul(widen(a), widen(b)).astype(dtype)
     if jnp.issubdtype(dtype, jnp.integer):
         return jnp.matmul(a, b, preferred_element_type=dtype)
@@ -180,4 +178,4 @@ def _gemm(
 
 from . import ops_math, ops_nn, ops_shape  # noqa: E402  (each family registers its lowerings)
 
-__all__ = ["NARROW", "deopt_on_subnormal", "is_float", "ops_math", "ops_nn", "ops_shape", "widen"]
+__all__ = ["deopt_on_subnormal", "is_float", "ops_math", "ops_nn", "ops_shape", "widen"]

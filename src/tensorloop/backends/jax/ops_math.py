@@ -7,7 +7,6 @@ compiled backend, which computes the reference's answer."""
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -20,9 +19,11 @@ from jax import lax
 from ...ir.graph import Node
 from ...ops.common import normalize_axes
 from ...ops.math import parse_einsum
+from ...reference.kernels import portable
+from ...tensor.numerics import accumulator_dtype, is_widened, lift, round_to
 from ...tensor.types import normalize_axis
-from .lowering import JaxValue, LowerContext, lowers, needs_constant
-from .ops import NARROW, deopt_on_subnormal, is_float, widen
+from .lowering import JaxValue, LowerContext, UnlowerableError, lowers, needs_constant
+from .ops import deopt_on_subnormal, is_float, widen
 
 Attrs = dict[str, Any]
 
@@ -56,14 +57,6 @@ def _result(ctx: LowerContext, node: Node, y: JaxValue, k: int = 0) -> JaxValue:
     return y.astype(dtype)
 
 
-def _accumulator(x: JaxValue) -> Any:
-    """What the reference sums in: floats in float64, integers in 64 bits (NumPy's default for
-    every integer sum; the wrapped result in the narrow type is the same either way)."""
-    if is_float(x):
-        return jnp.float64
-    return jnp.uint64 if jnp.issubdtype(x.dtype, jnp.unsignedinteger) else jnp.int64
-
-
 def _axis(axis: int, rank: int) -> int:
     return normalize_axis(
         axis, rank, error=ValueError
@@ -81,14 +74,14 @@ def _constant(node: Node, port: int) -> np.ndarray[Any, Any]:
 def _scalar_constant(node: Node, port: int, what: str) -> int:
     data = _constant(node, port)
     if data.size != 1:
-        raise ValueError(f"{what} must hold one value, got shape {list(data.shape)}")
+        raise UnlowerableError(f"{what} must hold one value, got shape {list(data.shape)}")
     return int(data.reshape(()))
 
 
 def _one(x: JaxValue, what: str) -> JaxValue:
     """A one-element operand (Clip's bounds, Trilu's k) as a scalar."""
     if x.size != 1:
-        raise ValueError(f"{what} must hold one value, got shape {list(x.shape)}")
+        raise UnlowerableError(f"{what} must hold one value, got shape {list(x.shape)}")
     return x.reshape(())
 
 
@@ -117,7 +110,7 @@ def _convert(ctx: LowerContext, node: Node, x: JaxValue) -> JaxValue:
         return x != 0  # NaN is nonzero
     if _is_int(to):
         return _result(ctx, node, x)  # ints wrap, floats truncate (deopt outside the range)
-    if to in NARROW:  # as ml_dtypes rounds: once, from float32 or a rounded-to-odd float64
+    if is_widened(to):  # as ml_dtypes rounds: once, from float32 or a rounded-to-odd float64
         wide = (
             _f32_round_to_odd(x.astype(jnp.float64)) if x.dtype in _WIDE else x.astype(jnp.float32)
         )
@@ -138,26 +131,24 @@ def _cast_like(
 
 
 # -- elementwise functions --------------------------------------------------------------------
+def _cosh_sinh(x: JaxValue, sinh: bool) -> JaxValue:
+    """cosh or sinh within a few ULPs of NumPy's. XLA's own shift the argument,
+    exp(|x| + log(1/2)), and that rounding costs up to half an ULP of x relatively: 496 ULPs of
+    float64 at 709, 25 of float32 at 70. Here exp(|x|) is taken unshifted while it is finite,
+    and 0.5 exp(|x|/2)**2 past that, where cosh and sinh are one term; sinh of |x| < 1 stays
+    XLA's (expm1: no cancellation, the sign of zero kept)."""
+    a = jnp.abs(x)
+    big = math.log(float(np.finfo(x.dtype).max))  # about exp's largest finite argument
+    e, h = jnp.exp(jnp.minimum(a, big)), jnp.exp(a / 2)
+    if not sinh:
+        return jnp.where(a < big, 0.5 * e + 0.5 / e, (0.5 * h) * h)
+    far = jnp.sign(x) * jnp.where(a < big, 0.5 * e - 0.5 / e, (0.5 * h) * h)
+    return jnp.where(a < 1, jnp.sinh(x), far)
+
+
 def _erf64(x: JaxValue) -> JaxValue:
     """erf in float64, as the reference computes it."""
     return jsp.erf(jnp.asarray(x).astype(jnp.float64))
-
-
-def _elu(x: JaxValue, alpha: float) -> JaxValue:
-    return jnp.where(x > 0, x, alpha * jnp.expm1(x))
-
-
-def _softplus(x: JaxValue) -> JaxValue:
-    return jnp.logaddexp(jnp.zeros((), x.dtype), x)
-
-
-def _bit_shift(x: JaxValue, y: JaxValue, direction: str) -> JaxValue:
-    inside = (y >= 0) & (y < x.dtype.itemsize * 8)
-    by = jnp.where(inside, y, 0).astype(x.dtype)
-    if direction == "LEFT":
-        return jnp.where(inside, jnp.left_shift(x, by), jnp.zeros((), x.dtype))
-    sign_fill = -(x < 0).astype(x.dtype)
-    return jnp.where(inside, jnp.right_shift(x, by), sign_fill)
 
 
 def _is_inf(x: JaxValue, detect_negative: int, detect_positive: int) -> JaxValue:
@@ -167,12 +158,12 @@ def _is_inf(x: JaxValue, detect_negative: int, detect_positive: int) -> JaxValue
 def _shrink(x: JaxValue, bias: float, lambd: float) -> JaxValue:
     if not is_float(x):  # NumPy computes an integer x against float attributes in float64
         x = x.astype(jnp.float64)
-    zero = jnp.zeros((), x.dtype)
-    return jnp.where(x < -lambd, x + bias, jnp.where(x > lambd, x - bias, zero))
+    return portable.shrink(x, bias, lambd, jnp)
 
 
 # Each takes ctx, the widened inputs and the node's attributes by name (as the reference's
-# _FUNCTIONS do); the result is cast to the output type by _result.
+# _FUNCTIONS do); the result is cast to the output type by _result. The activations are the
+# reference's own functions (``portable``) over jax.numpy.
 _FUNCTIONS: dict[str, Callable[..., JaxValue]] = {
     "Acos": lambda c, x: jnp.arccos(x),
     "Acosh": lambda c, x: jnp.arccosh(x),
@@ -181,9 +172,9 @@ _FUNCTIONS: dict[str, Callable[..., JaxValue]] = {
     "Atan": lambda c, x: jnp.arctan(x),
     "Atanh": lambda c, x: jnp.arctanh(x),
     "Cos": lambda c, x: jnp.cos(x),
-    "Cosh": lambda c, x: jnp.cosh(x),
+    "Cosh": lambda c, x: _cosh_sinh(x, sinh=False),
     "Sin": lambda c, x: jnp.sin(x),
-    "Sinh": lambda c, x: jnp.sinh(x),
+    "Sinh": lambda c, x: _cosh_sinh(x, sinh=True),
     "Tan": lambda c, x: jnp.tan(x),
     "Erf": lambda c, x: _erf64(x),
     "Floor": lambda c, x: jnp.floor(x),
@@ -193,42 +184,36 @@ _FUNCTIONS: dict[str, Callable[..., JaxValue]] = {
     "Reciprocal": lambda c, x: 1 / x,
     "IsNaN": lambda c, x: jnp.isnan(x),
     "IsInf": lambda c, x, **a: _is_inf(x, **a),
-    "Softplus": lambda c, x: _softplus(x),
-    "Softsign": lambda c, x: x / (1 + jnp.abs(x)),
-    "Elu": lambda c, x, alpha: _elu(x, alpha),
-    "Selu": lambda c, x, alpha, gamma: gamma * _elu(x, alpha),
-    "Celu": lambda c, x, alpha: (
-        jnp.maximum(x, 0) + jnp.minimum(0, c.round_product(alpha * jnp.expm1(x / alpha)))
+    "Softplus": lambda c, x: portable.softplus(x, jnp),
+    "Softsign": lambda c, x: portable.softsign(x, jnp),
+    "Elu": lambda c, x, alpha: portable.elu(x, alpha, jnp),
+    "Selu": lambda c, x, alpha, gamma: portable.selu(x, alpha, gamma, jnp),
+    "Celu": lambda c, x, alpha: portable.celu(x, alpha, jnp, c.round_product),
+    "LeakyRelu": lambda c, x, alpha: portable.leaky_relu(x, alpha, jnp),
+    "ThresholdedRelu": lambda c, x, alpha: portable.thresholded_relu(x, alpha, jnp),
+    "HardSigmoid": lambda c, x, alpha, beta: portable.hard_sigmoid(
+        x, alpha, beta, jnp, c.round_product
     ),
-    "LeakyRelu": lambda c, x, alpha: jnp.where(x >= 0, x, alpha * x),
-    "ThresholdedRelu": lambda c, x, alpha: jnp.where(x > alpha, x, jnp.zeros((), x.dtype)),
-    "HardSigmoid": lambda c, x, alpha, beta: _hard_sigmoid(c, x, alpha, beta),
-    "HardSwish": lambda c, x: x * _hard_sigmoid(c, x, 1 / 6, 0.5),
-    "Mish": lambda c, x: x * jnp.tanh(_softplus(x)),
+    "HardSwish": lambda c, x: portable.hard_swish(x, jnp, c.round_product),
+    "Mish": lambda c, x: portable.mish(x, jnp),
     "Gelu": lambda c, x, approximate: _gelu(c, x, approximate),
-    "Swish": lambda c, x, alpha: x / (1 + jnp.exp(-alpha * x)),
+    "Swish": lambda c, x, alpha: portable.swish(x, alpha, jnp),
     "Shrink": lambda c, x, bias, lambd: _shrink(x, bias, lambd),
     "BitwiseNot": lambda c, x: jnp.invert(x),
     "BitwiseAnd": lambda c, a, b: jnp.bitwise_and(a, b),
     "BitwiseOr": lambda c, a, b: jnp.bitwise_or(a, b),
     "BitwiseXor": lambda c, a, b: jnp.bitwise_xor(a, b),
-    "BitShift": lambda c, x, y, direction: _bit_shift(x, y, direction),
-    "Sum": lambda c, *xs: functools.reduce(jnp.add, xs),
-    "Mean": lambda c, *xs: functools.reduce(jnp.add, xs) / len(xs),
+    "BitShift": lambda c, x, y, direction: portable.bit_shift(x, y, direction, jnp),
+    "Sum": lambda c, *xs: portable.total(*xs, xp=jnp),
+    "Mean": lambda c, *xs: portable.mean(*xs, xp=jnp),
 }
 
 
-def _hard_sigmoid(ctx: LowerContext, x: JaxValue, alpha: float, beta: float) -> JaxValue:
-    return jnp.clip(ctx.round_product(alpha * x) + beta, 0, 1)
-
-
 def _gelu(ctx: LowerContext, x: JaxValue, approximate: str) -> JaxValue:
-    if approximate == "tanh":
-        inner = math.sqrt(2 / math.pi) * (x + ctx.round_product(0.044715 * x**3))
-        return 0.5 * x * (1 + jnp.tanh(inner))
-    if approximate != "none":
-        raise ValueError(f"approximate={approximate!r}")
-    return 0.5 * x * (1 + _erf64(x / math.sqrt(2)))  # float64, as the reference's erf
+    if approximate not in ("none", "tanh"):
+        raise UnlowerableError(f"approximate={approximate!r}")
+    # erf in float64, as the reference's erf
+    return portable.gelu(x, approximate, _erf64, jnp, ctx.round_product)
 
 
 # Ops whose answer on a subnormal input differs from the answer on zero by more than rounding.
@@ -269,8 +254,9 @@ def _pow(ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, y: JaxValue) 
     if is_float(x) or is_float(y):
         deopt_on_subnormal(ctx, node, widen(x), widen(y))
         real = jnp.power(x.astype(jnp.float64), y.astype(jnp.float64))
-        if not is_float(x):  # the reference fails on a non-finite integer result
-            ctx.deopt_unless(jnp.isfinite(real), node)
+        if is_float(x):  # rounded once, as the reference rounds it (numerics.round_to)
+            return [round_to(real, x.dtype, jnp)]
+        ctx.deopt_unless(jnp.isfinite(real), node)  # the reference fails on a non-finite result
         return [_result(ctx, node, real)]
     # Integer ** integer: exact (wrapping) for exponents >= 0; below 0 only |x| = 1 is non-zero.
     wide = jnp.int64 if jnp.issubdtype(x.dtype, jnp.signedinteger) else jnp.uint64
@@ -310,32 +296,23 @@ def _prelu(
 ) -> list[JaxValue]:
     x, s = widen(data), widen(slope)
     if np.broadcast_shapes(x.shape, s.shape) != x.shape:
-        raise ValueError(f"slope of shape {list(s.shape)} does not broadcast to {list(x.shape)}")
+        raise UnlowerableError(
+            f"slope of shape {list(s.shape)} does not broadcast to {list(x.shape)}"
+        )
     return [jnp.where(x < 0, x * s, x)]
 
 
 # -- along one axis ---------------------------------------------------------------------------
-def _softmax_parts(x: JaxValue, axis: int) -> tuple[JaxValue, JaxValue]:
-    """``x`` less its maximum along ``axis`` (NaN where all are -inf), and that's exp."""
-    shifted = x - jnp.max(x, axis=axis, keepdims=True, initial=-jnp.inf)
-    e = jnp.exp(shifted)
-    return shifted, e
-
-
 @lowers("Softmax")
 def _softmax(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
     x = widen(data)
-    axis = _axis(attrs["axis"], x.ndim)
-    _, e = _softmax_parts(x, axis)
-    return [e / jnp.sum(e, axis=axis, keepdims=True)]
+    return [portable.softmax(x, _axis(attrs["axis"], x.ndim), jnp)]
 
 
 @lowers("LogSoftmax")
 def _log_softmax(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
     x = widen(data)
-    axis = _axis(attrs["axis"], x.ndim)
-    shifted, e = _softmax_parts(x, axis)
-    return [shifted - jnp.log(jnp.sum(e, axis=axis, keepdims=True))]
+    return [portable.log_softmax(x, _axis(attrs["axis"], x.ndim), jnp)]
 
 
 @lowers("Hardmax")
@@ -358,7 +335,7 @@ def _arg_extreme(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) ->
     axis = _axis(attrs["axis"], x.ndim)
     n = x.shape[axis]
     if n == 0:
-        raise ValueError(f"axis {axis} of shape {list(x.shape)} is empty")
+        raise UnlowerableError(f"axis {axis} of shape {list(x.shape)} is empty")
     if attrs["select_last_index"]:
         index = n - 1 - find(jnp.flip(x, axis), axis=axis, keepdims=True)
     else:
@@ -366,82 +343,50 @@ def _arg_extreme(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) ->
     return [(index if attrs["keepdims"] else jnp.squeeze(index, axis)).astype(jnp.int64)]
 
 
-def _running(accumulate: Callable[..., JaxValue], identity: int) -> Callable[..., list[JaxValue]]:
-    """CumSum (``jnp.cumsum``) or CumProd (``jnp.cumprod``) along the constant axis input;
-    floats accumulate in float64 and round once, integers wrap as in their own type."""
+def _running(product: bool) -> Callable[..., list[JaxValue]]:
+    """CumSum or CumProd (``product``) along the constant axis input, as the reference's
+    ``portable.running_totals``: floats accumulate in float64 and round once
+    (``numerics.round_to``), integers wrap as in their own type."""
 
     def lower(
         ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, axis: JaxValue
     ) -> list[JaxValue]:
         ax = _axis(_scalar_constant(node, 1, "axis"), x.ndim)
-        y = jnp.moveaxis(x, ax, -1)
-        if attrs["reverse"]:
-            y = jnp.flip(y, -1)
-        totals = accumulate(y, axis=-1, dtype=_accumulator(x))
-        if attrs["exclusive"]:
-            first = jnp.full_like(totals[..., :1], identity)
-            totals = jnp.concatenate([first, totals[..., :-1]], axis=-1)
-        if attrs["reverse"]:
-            totals = jnp.flip(totals, -1)
-        return [jnp.moveaxis(totals, -1, ax)]
+        exclusive, reverse = bool(attrs["exclusive"]), bool(attrs["reverse"])
+        totals = portable.running_totals(x, ax, product, exclusive, reverse, jnp)
+        return [round_to(totals, x.dtype, jnp)]
 
     return lower
 
 
-lowers("CumSum", check=needs_constant(1))(_running(jnp.cumsum, 0))
-lowers("CumProd", check=needs_constant(1))(_running(jnp.cumprod, 1))
+lowers("CumSum", check=needs_constant(1))(_running(product=False))
+lowers("CumProd", check=needs_constant(1))(_running(product=True))
 
 
 # -- the Reduce* family -----------------------------------------------------------------------
 Axes = tuple[int, ...]
 
 
-def _extreme(x: JaxValue, lowest: bool) -> Any:
-    """The identity of max (lowest) or min (highest): what an empty reduction yields."""
-    if is_float(x):
-        value: Any = -np.inf if lowest else np.inf
-    elif x.dtype == jnp.bool_:
-        value = not lowest
-    else:
-        info = np.iinfo(x.dtype)
-        value = info.min if lowest else info.max
-    return np.asarray(value, x.dtype)
-
-
 def _mean(ctx: LowerContext, x: JaxValue, axes: Axes) -> JaxValue:
     count = math.prod(x.shape[a] for a in axes)
-    total = jnp.sum(x, axes, dtype=_accumulator(x), keepdims=True)
+    total = jnp.sum(x, axes, dtype=accumulator_dtype(x.dtype), keepdims=True)
     if is_float(x):
         return total / count  # an empty mean is 0/0 = NaN
     if count == 0:
         if total.size == 0:
             return total
-        raise ValueError("ReduceMean over an empty set of integers has no value")
+        raise UnlowerableError("ReduceMean over an empty set of integers has no value")
     return lax.div(total, jnp.full_like(total, count))  # truncates toward zero
 
 
-def _log_sum_exp(ctx: LowerContext, x: JaxValue, axes: Axes) -> JaxValue:
-    top = jnp.max(x, axes, keepdims=True, initial=-jnp.inf)
-    shift = jnp.where(jnp.isfinite(top), top, jnp.zeros((), top.dtype))
-    return jnp.log(jnp.sum(jnp.exp(x - shift), axes, jnp.float64, keepdims=True)) + shift
+def _shared(reduce: portable.Reducer) -> Callable[[LowerContext, JaxValue, Axes], JaxValue]:
+    return lambda c, x, axes: reduce(x, axes, jnp, c.round_product)
 
 
-def _sum_square(ctx: LowerContext, x: JaxValue, axes: Axes) -> JaxValue:
-    # Integer squares wrap in the narrow type, as the reference's do.
-    return jnp.sum(ctx.round_product(x * x), axes, _accumulator(x), keepdims=True)
-
-
+# ReduceMean here; the others are the reference's own (``portable.REDUCERS``) over jax.numpy.
 _REDUCERS: dict[str, Callable[[LowerContext, JaxValue, Axes], JaxValue]] = {
-    "ReduceSum": lambda c, x, axes: jnp.sum(x, axes, _accumulator(x), keepdims=True),
     "ReduceMean": _mean,
-    "ReduceMax": lambda c, x, axes: jnp.max(x, axes, keepdims=True, initial=_extreme(x, True)),
-    "ReduceMin": lambda c, x, axes: jnp.min(x, axes, keepdims=True, initial=_extreme(x, False)),
-    "ReduceProd": lambda c, x, axes: jnp.prod(x, axes, _accumulator(x), keepdims=True),
-    "ReduceL1": lambda c, x, axes: jnp.sum(jnp.abs(x), axes, _accumulator(x), keepdims=True),
-    "ReduceL2": lambda c, x, axes: jnp.sqrt(_sum_square(c, x, axes).astype(jnp.float64)),
-    "ReduceSumSquare": _sum_square,
-    "ReduceLogSum": lambda c, x, axes: jnp.log(jnp.sum(x, axes, jnp.float64, keepdims=True)),
-    "ReduceLogSumExp": _log_sum_exp,
+    **{name: _shared(fn) for name, fn in portable.REDUCERS.items()},
 }
 
 
@@ -451,14 +396,14 @@ def _reduction(
     def lower(
         ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue, axes: JaxValue = None
     ) -> list[JaxValue]:
-        x = widen(data)
+        x = lift(data, jnp)  # the narrow floats in float64, as the reference takes them
         listed = [] if axes is None else [int(a) for a in _constant(node, 1).reshape(-1)]
         everything = () if attrs["noop_with_empty_axes"] else tuple(range(x.ndim))
         chosen = tuple(normalize_axes(listed, x.ndim)) if listed else everything
         y = fn(ctx, x, chosen)
         if not attrs["keepdims"]:
             y = y.reshape([d for i, d in enumerate(y.shape) if i not in chosen])
-        return [_result(ctx, node, y)]
+        return [_result(ctx, node, round_to(y, data.dtype, jnp))]  # rounded once, as the reference
 
     return lower
 
@@ -487,7 +432,7 @@ def _trilu(
     ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, k: JaxValue = None
 ) -> list[JaxValue]:
     if x.ndim < 2:
-        raise ValueError(f"expected [*, N, M] matrices, got shape {list(x.shape)}")
+        raise UnlowerableError(f"expected [*, N, M] matrices, got shape {list(x.shape)}")
     diagonal = jnp.int64(0) if k is None else _one(k, "k").astype(jnp.int64)
     rows, cols = x.shape[-2:]
     offset = jnp.arange(cols, dtype=jnp.int64) - jnp.arange(rows, dtype=jnp.int64)[:, None]
@@ -499,7 +444,7 @@ def _trilu(
 def _det(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
     x = widen(data)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"expected [*, M, M] matrices, got shape {list(x.shape)}")
+        raise UnlowerableError(f"expected [*, M, M] matrices, got shape {list(x.shape)}")
     if x.shape[-1] == 0:  # the empty product
         return [jnp.ones(x.shape[:-2], x.dtype)]
     return [jnp.linalg.det(x)]
@@ -509,7 +454,7 @@ def _det(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[Ja
 def _inverse(ctx: LowerContext, node: Node, attrs: Attrs, data: JaxValue) -> list[JaxValue]:
     x = jnp.asarray(data)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"expected [*, M, M] matrices, got shape {list(x.shape)}")
+        raise UnlowerableError(f"expected [*, M, M] matrices, got shape {list(x.shape)}")
     if x.shape[-1] == 0 or x.size == 0:
         return [x]
     wide = x.astype(jnp.float64)

@@ -18,12 +18,13 @@ from jax import lax
 
 from ...ir.graph import Node
 from ...ops.common import normalize_axes
-from ...ops.nn import transpose_out_shape, window
+from ...ops.nn import stash_dtype, transpose_out_shape, window
 from ...ops.quant import param_layout, quantized_type
 from ...ops.window import Window
-from ...tensor.dtypes import DType
+from ...reference.kernels import portable
+from ...tensor.dtypes import DType, dtype
 from ...tensor.types import TensorType, normalize_axis
-from .lowering import JAX_DTYPES, JaxValue, LowerContext, lowers
+from .lowering import JAX_DTYPES, JaxValue, LowerContext, UnlowerableError, lowers
 from .ops import widen
 
 Attrs = dict[str, Any]
@@ -59,7 +60,7 @@ def _geometry(attrs: Attrs, kernel: Sequence[int], x: JaxValue) -> tuple[Window,
     """The reference's Window and (out, begin pad, end pad) per spatial axis of ``x``."""
     sizes = tuple(x.shape[2:])
     if x.ndim < 3 or len(kernel) != len(sizes):
-        raise ValueError(f"kernel {list(kernel)} does not fit X of shape {list(x.shape)}")
+        raise UnlowerableError(f"kernel {list(kernel)} does not fit X of shape {list(x.shape)}")
     win = window(attrs, [int(k) for k in kernel])
     return win, [win.along(i, n) for i, n in enumerate(sizes)]
 
@@ -99,7 +100,9 @@ def _kernel_of(attrs: Attrs, w: JaxValue) -> tuple[int, ...]:
     given = attrs.get("kernel_shape")
     k = tuple(w.shape[2:])
     if given is not None and tuple(int(v) for v in given) != k:
-        raise ValueError(f"kernel_shape {list(given)} does not match W of shape {list(w.shape)}")
+        raise UnlowerableError(
+            f"kernel_shape {list(given)} does not match W of shape {list(w.shape)}"
+        )
     return k
 
 
@@ -117,7 +120,9 @@ def _conv(
 ) -> JaxValue:
     """N-D cross-correlation of (N, C, ...) by (M, C/group, ...)."""
     if x.shape[1] != w.shape[1] * group or w.shape[0] % group:
-        raise ValueError(f"X of {list(x.shape)} and W of {list(w.shape)} do not fit {group} groups")
+        raise UnlowerableError(
+            f"X of {list(x.shape)} and W of {list(w.shape)} do not fit {group} groups"
+        )
     return lax.conv_general_dilated(
         x,
         w,
@@ -155,7 +160,7 @@ def _conv_transpose(
     k, group = _kernel_of(attrs, w), attrs["group"]
     sizes = tuple(x.shape[2:])
     if x.ndim < 3 or w.ndim != x.ndim or w.shape[0] != x.shape[1] or x.shape[1] % group:
-        raise ValueError(f"W of {list(w.shape)} does not fit X of {list(x.shape)}")
+        raise UnlowerableError(f"W of {list(w.shape)} does not fit X of {list(x.shape)}")
     geo = transpose_out_shape(attrs, k, sizes)
     win = window(attrs, k)
     c, mg, n = x.shape[1], w.shape[1], len(k)
@@ -184,10 +189,10 @@ def _causal_conv(
     b, c, length = data.shape
     k = weight.shape[2]
     if weight.shape != (c, 1, k) or k < 1:
-        raise ValueError(f"weight of shape {list(weight.shape)}: expected ({c}, 1, k)")
+        raise UnlowerableError(f"weight of shape {list(weight.shape)}: expected ({c}, 1, k)")
     state = jnp.zeros((b, c, k - 1), data.dtype) if past is None else past
     if state.shape != (b, c, k - 1):
-        raise ValueError(f"past_state of shape {list(state.shape)}: expected {[b, c, k - 1]}")
+        raise UnlowerableError(f"past_state of shape {list(state.shape)}: expected {[b, c, k - 1]}")
     prefixed = jnp.concatenate([state, data], axis=2)
     wide, ww = widen(prefixed), widen(weight)
     y = jnp.zeros(data.shape, wide.dtype)
@@ -316,13 +321,13 @@ def _global_check(node: Node, attrs: Attrs) -> str | None:
 def _global_pool(ctx: LowerContext, node: Node, attrs: Attrs, data: Any) -> list[Any]:
     x = widen(data)
     if x.ndim < 2:
-        raise ValueError(f"X of shape {list(x.shape)}: expected (N, C, ...)")
+        raise UnlowerableError(f"X of shape {list(x.shape)}: expected (N, C, ...)")
     axes = tuple(range(2, x.ndim))
     if node.op == "GlobalAveragePool":
         y = jnp.mean(x, axes, keepdims=True)
     elif node.op == "GlobalMaxPool":
         if any(x.shape[a] == 0 for a in axes):
-            raise ValueError("the maximum of an empty window")
+            raise UnlowerableError("the maximum of an empty window")
         y = jnp.max(x, axes, keepdims=True) if axes else x
     else:
         p = attrs["p"]
@@ -333,21 +338,9 @@ def _global_pool(ctx: LowerContext, node: Node, attrs: Attrs, data: Any) -> list
 # --- Normalizations -----------------------------------------------------------------------------
 
 
-def _normalized(
-    ctx: LowerContext, x: JaxValue, axes: tuple[int, ...], epsilon: float
-) -> tuple[JaxValue, JaxValue, JaxValue]:
-    """(x - mean) / sqrt(var + epsilon) over ``axes``, with the mean and 1/sqrt(var + eps)."""
-    mean = jnp.mean(x, axes, keepdims=True)
-    centered = x - mean
-    var = jnp.mean(ctx.round_product(centered * centered), axes, keepdims=True)
-    inv = 1 / jnp.sqrt(var + np.asarray(epsilon, x.dtype))
-    return centered * inv, mean, inv
-
-
 def _affine(ctx: LowerContext, y: JaxValue, scale: JaxValue, b: JaxValue | None) -> JaxValue:
     """y * scale + b, the product rounded on its own."""
-    out = ctx.round_product(y * scale)
-    return out if b is None else out + b
+    return portable.affine(y, scale, b, ctx.round_product)
 
 
 @lowers("BatchNormalization")
@@ -381,15 +374,14 @@ def _instance_norm(
 ) -> list[Any]:
     x = widen(data)
     if x.ndim < 3:
-        raise ValueError(f"X of shape {list(x.shape)}: expected (N, C, D1, ...)")
-    y, _, _ = _normalized(ctx, x, tuple(range(2, x.ndim)), attrs["epsilon"])
-    y = _affine(ctx, y, _per_channel(widen(scale), x.ndim), _per_channel(widen(b), x.ndim))
+        raise UnlowerableError(f"X of shape {list(x.shape)}: expected (N, C, D1, ...)")
+    y = portable.instance_norm(x, scale, b, attrs["epsilon"], jnp, ctx.round_product)
     return [y.astype(_dtype(data))]
 
 
 def _stash(x: JaxValue, attrs: Attrs) -> Any:
-    """The type statistics are computed in: float32 for stash_type=1, else X's."""
-    return np.float32 if attrs["stash_type"] == 1 else _dtype(x)
+    """The type statistics are computed in (the reference's ``stash_dtype``)."""
+    return stash_dtype(TensorType(dtype(_dtype(x)), None), attrs["stash_type"]).numpy
 
 
 def _stash_check(node: Node, attrs: Attrs) -> str | None:
@@ -406,12 +398,10 @@ def _layer_norm(
 ) -> list[Any]:
     axis = normalize_axis(attrs["axis"], data.ndim, error=ValueError)
     stash = _stash(data, attrs)
-    y, mean, inv = _normalized(
-        ctx, widen(data.astype(stash)), tuple(range(axis, data.ndim)), attrs["epsilon"]
+    y, mean, inv = portable.layer_norm(
+        data, scale, b, axis, attrs["epsilon"], stash, jnp, ctx.round_product
     )
-    # The normalized values round to X's type before the affine step, as the reference does.
-    y = _affine(ctx, widen(y.astype(data.dtype)), widen(scale), None if b is None else widen(b))
-    return [y.astype(data.dtype), mean.astype(stash), inv.astype(stash)]
+    return [y, mean, inv]
 
 
 @lowers("GroupNormalization", check=_stash_check)
@@ -420,22 +410,17 @@ def _group_norm(
 ) -> list[Any]:
     g, c = attrs["num_groups"], data.shape[1]
     if c % g:
-        raise ValueError(f"X's {c} channels do not split into {g} groups")
-    grouped = widen(data.astype(_stash(data, attrs))).reshape(data.shape[0], g, -1)
-    y, _, _ = _normalized(ctx, grouped, (2,), attrs["epsilon"])
-    y = widen(y.reshape(data.shape).astype(data.dtype))
-    y = _affine(ctx, y, _per_channel(widen(scale), data.ndim), _per_channel(widen(bias), data.ndim))
-    return [y.astype(data.dtype)]
+        raise UnlowerableError(f"X's {c} channels do not split into {g} groups")
+    stash = _stash(data, attrs)
+    y = portable.group_norm(data, scale, bias, g, attrs["epsilon"], stash, jnp, ctx.round_product)
+    return [y]
 
 
 @lowers("RMSNormalization", check=_stash_check)
 def _rms_norm(ctx: LowerContext, node: Node, attrs: Attrs, data: Any, scale: Any) -> list[Any]:
     axis = normalize_axis(attrs["axis"], data.ndim, error=ValueError)
-    xs = widen(data.astype(_stash(data, attrs)))
-    axes = tuple(range(axis, data.ndim))
-    ms = jnp.mean(ctx.round_product(xs * xs), axes, keepdims=True)
-    y = xs / jnp.sqrt(ms + np.asarray(attrs["epsilon"], xs.dtype))
-    return [(widen(y.astype(scale.dtype)) * widen(scale)).astype(scale.dtype)]
+    stash = _stash(data, attrs)
+    return [portable.rms_norm(data, scale, axis, attrs["epsilon"], stash, jnp, ctx.round_product)]
 
 
 @lowers("LpNormalization")
@@ -455,16 +440,15 @@ def _lp_norm(ctx: LowerContext, node: Node, attrs: Attrs, data: Any) -> list[Any
 def _mean_variance_norm(ctx: LowerContext, node: Node, attrs: Attrs, data: Any) -> list[Any]:
     x = widen(data)
     axes = tuple(normalize_axes([int(a) for a in attrs["axes"]], x.ndim))
-    centered = x - jnp.mean(x, axes, keepdims=True)
-    std = jnp.sqrt(jnp.mean(ctx.round_product(centered * centered), axes, keepdims=True))
-    return [(centered / (std + np.asarray(1e-9, x.dtype))).astype(_dtype(data))]
+    y = portable.mean_variance_norm(x, axes, jnp, ctx.round_product)
+    return [y.astype(_dtype(data))]
 
 
 @lowers("LRN")
 def _lrn(ctx: LowerContext, node: Node, attrs: Attrs, data: Any) -> list[Any]:
     x = widen(data)
     if x.ndim < 2:
-        raise ValueError(f"X of shape {list(x.shape)}: expected (N, C, ...)")
+        raise UnlowerableError(f"X of shape {list(x.shape)}: expected (N, C, ...)")
     size = attrs["size"]
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
     ones = (1,) * x.ndim
@@ -548,7 +532,7 @@ def _quantize_linear(
     zt = None if zero is None else _input_type(node, 2).dtype
     to = quantized_type(zt, attrs["output_dtype"])
     if not to.is_int:
-        raise ValueError(f"quantizing to {to} is left to the compiled backend")
+        raise UnlowerableError(f"quantizing to {to} is left to the compiled backend")
     dt = _arithmetic(attrs["precision"] or _input_type(node, 1).dtype)
     wide = jnp.float64 if dt == np.float64 else jnp.float32
     a = x.astype(dt).astype(wide)
@@ -581,7 +565,7 @@ def _dequantize_linear(
 @lowers("SwiGLU")
 def _swiglu(ctx: LowerContext, node: Node, attrs: Attrs, a: Any, b: Any) -> list[Any]:
     if a.shape != b.shape:
-        raise ValueError(f"A and B must have one shape, got {a.shape} and {b.shape}")
+        raise UnlowerableError(f"A and B must have one shape, got {a.shape} and {b.shape}")
     wa, wb = widen(a), widen(b)
     gate = wa / (1 + jnp.exp((-attrs["alpha"]) * wa))
     return [(gate * wb).astype(a.dtype)]
@@ -590,7 +574,7 @@ def _swiglu(ctx: LowerContext, node: Node, attrs: Attrs, a: Any, b: Any) -> list
 def _split_heads(x: JaxValue, heads: int) -> JaxValue:
     b, s, hidden = x.shape
     if heads is None or heads <= 0 or hidden % heads:
-        raise ValueError(f"hidden size {hidden} is not a multiple of {heads} heads")
+        raise UnlowerableError(f"hidden size {hidden} is not a multiple of {heads} heads")
     return x.reshape(b, s, heads, hidden // heads).transpose(0, 2, 1, 3)
 
 
@@ -610,7 +594,7 @@ def _rotary_embedding(
         cos, sin = jnp.take(cos, p, axis=0), jnp.take(sin, p, axis=0)
     c, s = (widen(v)[:, :, None, :] for v in (cos, sin))
     if c.shape[-1] != rot // 2:
-        raise ValueError(f"the caches' last dim {c.shape[-1]} is not rotary dim / 2")
+        raise UnlowerableError(f"the caches' last dim {c.shape[-1]} is not rotary dim / 2")
     head = widen(xs[..., :rot])
     if attrs["interleaved"]:
         x1, x2 = head[..., 0::2], head[..., 1::2]
@@ -638,7 +622,7 @@ def _grouped_matmul(a: JaxValue, b: JaxValue) -> JaxValue:
     bsz, hq = a.shape[:2]
     hkv = b.shape[1]
     if hkv <= 0 or hq % hkv:
-        raise ValueError(f"query heads ({hq}) are not a multiple of kv heads ({hkv})")
+        raise UnlowerableError(f"query heads ({hq}) are not a multiple of kv heads ({hkv})")
     g = a.reshape(bsz, hkv, hq // hkv, *a.shape[2:])
     y = jnp.matmul(g, b[:, :, None], precision=HIGHEST)
     return y.reshape(bsz, hq, *y.shape[3:])
@@ -680,7 +664,9 @@ def _attention(
     if mask is not None:
         short = total - mask.shape[-1]
         if short < 0:
-            raise ValueError(f"attn_mask's last dim {mask.shape[-1]} exceeds the {total} keys")
+            raise UnlowerableError(
+                f"attn_mask's last dim {mask.shape[-1]} exceeds the {total} keys"
+            )
         boolean = mask.dtype == jnp.bool_
         widths = [(0, 0)] * (mask.ndim - 1) + [(0, short)]
         padded = jnp.pad(

@@ -25,7 +25,7 @@ from ...ops.common import normalize_axes
 from ...ops.indexing import block_rearrangement
 from ...ops.shape import slice_bounds
 from ...tensor.types import TensorType, normalize_axis
-from .lowering import JaxValue, LowerContext, lowers, needs_constant
+from .lowering import JaxValue, LowerContext, UnlowerableError, lowers, needs_constant
 from .ops import widen
 
 Attrs = dict[str, Any]
@@ -41,7 +41,7 @@ def _ints(node: Node, port: int) -> list[int] | None:
         return None
     data = v.constant
     if data is None:  # the check guarantees it; a bug of ours falls back
-        raise ValueError(f"input #{port} is not a constant")
+        raise UnlowerableError(f"input #{port} is not a constant")
     return [int(d) for d in np.asarray(data).reshape(-1)]
 
 
@@ -117,7 +117,7 @@ def _scatter(data: JaxValue, lin: JaxValue, updates: JaxValue, reduction: str) -
     elif reduction == "min":
         result = at.min(upd, mode="drop")
     else:
-        raise ValueError(f"reduction {reduction!r}")
+        raise UnlowerableError(f"reduction {reduction!r}")
     return result.astype(data.dtype)
 
 
@@ -161,7 +161,7 @@ def _split(
         outs.append(lax.slice_in_dim(x, start, start + n, axis=axis))
         start += n
     if start != x.shape[axis]:
-        raise ValueError(f"split sizes sum to {start}, not {x.shape[axis]}")
+        raise UnlowerableError(f"split sizes sum to {start}, not {x.shape[axis]}")
     return outs
 
 
@@ -192,7 +192,8 @@ def _pad(
     widths, crop = [(0, 0)] * x.ndim, [slice(None)] * x.ndim
     for a, lo, hi in zip(axes, amounts[: len(axes)], amounts[len(axes) :], strict=True):
         if mode != "constant" and x.shape[a] == 0 and (lo > 0 or hi > 0):
-            raise ValueError(f"mode {mode!r} cannot pad an empty axis")  # the reference raises
+            # the reference raises
+            raise UnlowerableError(f"mode {mode!r} cannot pad an empty axis")
         widths[a] = (max(lo, 0), max(hi, 0))
         crop[a] = slice(max(-lo, 0), x.shape[a] + max(lo, 0) + hi)
     if mode == "constant":
@@ -266,7 +267,7 @@ def _range(ctx: LowerContext, node: Node, attrs: Attrs, *bounds: Any) -> list[An
     try:
         (out,) = Interpreter().run_node(node, data)
     except TensorloopError as exc:  # the compiled backend raises it at run time
-        raise ValueError(str(exc)) from exc
+        raise UnlowerableError(str(exc)) from exc
     return [jnp.asarray(out)]
 
 
@@ -321,7 +322,8 @@ def _element_coords(
     if idx.ndim != len(shape) or any(
         i != axis and m > n for i, (m, n) in enumerate(zip(idx.shape, shape, strict=True))
     ):
-        raise ValueError(f"indices {idx.shape} do not fit data {shape}")  # the reference raises
+        # the reference raises
+        raise UnlowerableError(f"indices {idx.shape} do not fit data {shape}")
     coords = _positions(idx.shape)
     coords[axis] = _wrapped(ctx, node, idx, shape[axis])
     return [jnp.broadcast_to(c, idx.shape) for c in coords]
@@ -344,7 +346,7 @@ def _scatter_elements(
     ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, idx: JaxValue, upd: JaxValue
 ) -> list[Any]:
     if idx.shape != upd.shape:
-        raise ValueError(f"indices {idx.shape} and updates {upd.shape} differ")
+        raise UnlowerableError(f"indices {idx.shape} and updates {upd.shape} differ")
     axis = _axis(attrs["axis"], x.ndim)
     coords = _element_coords(ctx, node, x.shape, idx, axis)
     flat = _linear(coords, x.shape).reshape(-1)
@@ -355,7 +357,7 @@ def _scatter_elements(
 def _tuple_count(idx: JaxValue, limit: int) -> int:
     k = idx.shape[-1] if idx.ndim else 0
     if not 1 <= k <= limit:
-        raise ValueError(f"indices {idx.shape} must end in a dim in [1, {limit}]")
+        raise UnlowerableError(f"indices {idx.shape} must end in a dim in [1, {limit}]")
     return int(k)
 
 
@@ -365,7 +367,7 @@ def _gather_nd(
 ) -> list[Any]:
     b = attrs["batch_dims"]
     if not 0 <= b < min(x.ndim, idx.ndim) or x.shape[:b] != idx.shape[:b]:
-        raise ValueError(f"batch_dims {b}: data {x.shape} and indices {idx.shape} differ")
+        raise UnlowerableError(f"batch_dims {b}: data {x.shape} and indices {idx.shape} differ")
     k = _tuple_count(idx, x.ndim - b)
     coords = _wrapped(ctx, node, idx, x.shape[b : b + k])
     batches = math.prod(x.shape[:b])
@@ -387,7 +389,7 @@ def _scatter_nd(
 ) -> list[Any]:
     k = _tuple_count(idx, x.ndim)
     if upd.shape != idx.shape[:-1] + x.shape[k:]:
-        raise ValueError(f"updates {upd.shape} do not fit")  # the reference raises
+        raise UnlowerableError(f"updates {upd.shape} do not fit")  # the reference raises
     coords = _wrapped(ctx, node, idx, x.shape[:k]).reshape(-1, k)
     lin = _linear([coords[:, j] for j in range(k)], x.shape[:k])
     tail = x.shape[k:]
@@ -410,7 +412,7 @@ def _tensor_scatter(
     if axis == 0 or [d for i, d in enumerate(past.shape) if i != axis] != [
         d for i, d in enumerate(upd.shape) if i != axis
     ]:
-        raise ValueError("update does not fit past_cache")  # the reference raises
+        raise UnlowerableError("update does not fit past_cache")  # the reference raises
     first = jnp.zeros(batch, jnp.int64) if starts is None else starts.astype(jnp.int64)
     ones = [1] * past.ndim
     pos = first.reshape([batch, *ones[1:]]) + jnp.arange(steps, dtype=jnp.int64).reshape(
@@ -436,7 +438,7 @@ def _reverse_sequence(
 ) -> list[Any]:
     b, t = attrs["batch_axis"], attrs["time_axis"]
     if x.ndim < 2 or lens.shape != (x.shape[b],):
-        raise ValueError(f"sequence_lens {lens.shape} do not fit {x.shape}")
+        raise UnlowerableError(f"sequence_lens {lens.shape} do not fit {x.shape}")
     steps = x.shape[t]
     wide = lens.astype(jnp.int64)
     ctx.deopt_unless((wide >= 0) & (wide <= steps), node)
@@ -456,7 +458,7 @@ def _topk(ctx: LowerContext, node: Node, attrs: Attrs, x: JaxValue, k_: Any) -> 
     axis = _axis(attrs["axis"], x.ndim)
     n = x.shape[axis]
     if len(ks) != 1 or not 0 <= ks[0] <= n:
-        raise ValueError(f"K = {ks} is out of range")  # the reference raises
+        raise UnlowerableError(f"K = {ks} is out of range")  # the reference raises
     w = widen(x)
     if attrs["largest"]:
         # As the reference: a stable ascending sort of the reversed axis, read backwards, is

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ...errors import TensorloopError
 from ...ir.branch import If
 from ...ir.graph import Graph, Node, Value
 from ...ir.loop import Loop
@@ -82,8 +83,8 @@ def why_not(node: Node, excluded: Mapping[Node, str] | None = None) -> str | Non
     if entry.check is not None:
         try:
             return entry.check(node, attrs_of(node))
-        except Exception as exc:  # an attribute the op's schema refuses: the reference says so
-            return f"{type(exc).__name__}: {exc}"
+        except TensorloopError as exc:  # an attribute the op's schema refuses: the reference
+            return f"{type(exc).__name__}: {exc}"  # says so (any other exception is a bug)
     return None
 
 

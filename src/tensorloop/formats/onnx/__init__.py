@@ -7,20 +7,21 @@ from typing import Any
 
 import onnx
 
-from ...io import loader
 from ...model import Model
-from .importer import import_graph, read_model
+from .reader import read_graph, read_model
 
 
 def load_onnx(model: onnx.ModelProto | str | os.PathLike[str], **options: Any) -> Model:
     """Convert an ONNX model (a path or a ModelProto) into a tensorloop Model."""
     proto, source = read_model(model)
-    return Model(import_graph(proto, source), **options)
+    return Model(read_graph(proto, source), **options)
 
 
-@loader(".onnx")
-def _load(path: str | os.PathLike[str], **options: Any) -> Model:
+def load_file(path: str | os.PathLike[str], **options: Any) -> Model:
+    """``tl.load`` of a ``.onnx`` file."""
     return load_onnx(path, **options)
 
 
-from . import exporter  # noqa: E402,F401  (registers tl.save for .onnx)
+from .writer import save_file  # noqa: E402
+
+__all__ = ["load_file", "load_onnx", "save_file"]

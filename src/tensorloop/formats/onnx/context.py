@@ -28,7 +28,7 @@ class Source:
 
 
 class ConversionScope(Protocol):
-    """The ONNX graph a node is converted in, as a NodeContext sees it (``importer.Scope``)."""
+    """The ONNX graph a node is converted in, as a NodeContext sees it (``reader.Scope``)."""
 
     @property
     def source(self) -> Source:

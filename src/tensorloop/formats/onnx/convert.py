@@ -3,11 +3,14 @@
 An ONNX node whose op type has no registered converter becomes the core op of the same name
 with the same attributes: the core op set follows the newest ONNX semantics. A converter is
 registered for an op that needs more than that: an older opset's attributes moved to inputs
-(``since``), a lowering to several core ops, or a subgraph.
+(``since``), a lowering to several core ops, or a subgraph. The converters live in one
+``read_<family>.py`` module per family of core ops (``READ_FAMILIES``, the one list of them);
+Constant, which every family's models hold, is converted here.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -60,18 +63,27 @@ def find_converter(domain: str, op_type: str, opset: int) -> Converter | None:
     return best
 
 
+READ_FAMILIES = (
+    "read_control",  # Loop, Scan, If
+    "read_image",  # Upsample, Resize <= 10, RoiAlign, GridSample
+    "read_indexing",  # Scatter, TopK
+    "read_math",  # Clip
+    "read_nn",  # BatchNormalization, Dropout, GroupNormalization, FlexAttention
+    "read_reduce",  # Reduce* with attribute axes, Softmax/LogSoftmax/Hardmax
+    "read_rnn",  # LSTM, GRU, RNN
+    "read_sequence",  # SequenceMap
+    "read_shape",  # Squeeze, Unsqueeze, Split, Slice, Pad
+    "read_signal",  # DFT
+    "read_strings",  # ai.onnx.ml LabelEncoder
+)
+"""The modules of this package that register converters, imported on first use. The other ops
+(elementwise, linalg, quantization, casts, detection...) need none: each is its same-named core
+op."""
+
+
 def _load_converters() -> None:
-    from . import (  # noqa: F401
-        ops_control,
-        ops_indexing,
-        ops_math,
-        ops_misc,
-        ops_nn,
-        ops_quant,
-        ops_rnn,
-        ops_sequence,
-        ops_signal,
-    )
+    for name in READ_FAMILIES:
+        importlib.import_module(f"{__package__}.{name}")
 
 
 _P = onnx.TensorProto
@@ -232,3 +244,31 @@ def type_from_proto(tp: onnx.TypeProto, where: str) -> Type | None:
     if kind is None:
         return None
     raise FormatError(f"{where}: {kind.replace('_', ' ')} values are not supported")
+
+
+# -- Constant -------------------------------------------------------------------------------------
+_CONSTANT_FORMS = {
+    "value_float": np.float32,
+    "value_floats": np.float32,
+    "value_int": np.int64,
+    "value_ints": np.int64,
+    "value_string": object,
+    "value_strings": object,
+}
+
+
+@converter("Constant", since=1)
+def _constant(ctx: NodeContext) -> list[Value]:
+    """Constant: exactly one of value, sparse_value or the value_* shorthands."""
+    if len(ctx.attrs) != 1:
+        raise ctx.error(
+            f"expected exactly one value attribute, got {', '.join(sorted(ctx.attrs)) or 'none'}"
+        )
+    key, value = next(iter(ctx.attrs.items()))
+    if key in ("value", "sparse_value"):
+        data = np.asarray(value)
+    elif key in _CONSTANT_FORMS:
+        data = np.array(value, dtype=_CONSTANT_FORMS[key])
+    else:
+        raise ctx.error(f"unknown attribute '{key}'")
+    return [ctx.const(data)]

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...io import loader
 from ...model import Model
 from .convert import Source, convert_model
 from .reader import Weights, read_xml
@@ -22,19 +21,13 @@ def load_openvino(
     return Model(graph, **options)
 
 
-@loader(".xml")
-def _load(path: str | os.PathLike[str], **options: Any) -> Model:
+def load_file(path: str | os.PathLike[str], **options: Any) -> Model:
+    """``tl.load`` of an ``.xml`` file (its weights in the ``.bin`` beside it)."""
     return load_openvino(path, **options)
 
 
-# writer registers tl.save for .xml; the ov_* modules register more layer converters
-from . import (  # noqa: E402,F401
-    ov_ctc,
-    ov_detection,
-    ov_misc,
-    ov_nms,
-    ov_numeric,
-    ov_signal,
-    ov_strings,
-    writer,
-)
+# families registers the layer converters and writers (families.py lists them)
+from . import families  # noqa: E402,F401
+from .writer import save_file  # noqa: E402
+
+__all__ = ["load_file", "load_openvino", "save_file"]

@@ -43,24 +43,7 @@ def converter(*layer_types: str) -> Callable[[Converter], Converter]:
 
 
 def known_layer_types() -> list[str]:
-    _load_converters()
     return sorted({*_CONVERTERS, "Parameter", "Result", "Const"})
-
-
-def _load_converters() -> None:
-    from . import (  # noqa: F401  (registration)
-        elementwise,
-        indexing,
-        loops,
-        ov_control,
-        ov_indexing,
-        ov_math,
-        ov_nn,
-        reductions,
-        rnn,
-        shapes,
-        state,
-    )
 
 
 @dataclass
@@ -208,7 +191,6 @@ def convert_net(
     net: Net, source: Source, name: str
 ) -> tuple[Graph, dict[str, Value], dict[str, Value]]:
     """Convert a (sub)net; returns the graph and its Parameter and Result values by layer id."""
-    _load_converters()
     unknown = sorted(
         {f"{lay.type} (layer {lay.id} '{lay.name}')" for lay in _all_layers(net)
          if lay.type not in _CONVERTERS and lay.type not in ("Parameter", "Result", "Const")}

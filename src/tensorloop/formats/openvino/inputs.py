@@ -1,4 +1,7 @@
-"""A layer's inputs for the OpenVINO converters: types, ranks, constants, scalars, vectors, axes."""
+"""A layer's inputs for the OpenVINO converters, and the small steps many converters share.
+
+Types, ranks, constants, scalars, vectors and axes of inputs; constants, casts, reshapes and
+slices."""
 
 from __future__ import annotations
 
@@ -44,6 +47,20 @@ def const_int(ctx: LayerContext, index: int, what: str) -> int:
     return values[0]
 
 
+def static_dims(ctx: LayerContext, value: Value, what: str) -> list[int]:
+    shape = type_of(ctx, value).shape
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        raise ctx.error(f"{what} needs a static shape, got {type_of(ctx, value)}")
+    return [int(d) for d in shape]
+
+
+def float_input(ctx: LayerContext, index: int, what: str) -> Value:
+    x = ctx.input(index)
+    if not type_of(ctx, x).dtype.is_float:
+        raise ctx.error(f"input #{index} ({what}) must hold floats, got {type_of(ctx, x)}")
+    return x
+
+
 def int_vector(ctx: LayerContext, index: int, what: str) -> Value:
     """Input ``index`` as a 1-D integer tensor: OpenVINO takes a scalar where ONNX wants 1-D."""
     value = ctx.input(index)
@@ -75,6 +92,26 @@ def cast_to(ctx: LayerContext, value: Value, to: DType) -> Value:
 
 def scalar_const(ctx: LayerContext, value: Any, dt: DType) -> Value:
     return ctx.em.const(np.array(value, dtype=dt.numpy))
+
+
+def reshape(ctx: LayerContext, x: Value, dims: Sequence[int]) -> Value:
+    return ctx.em.op("Reshape", [x, ctx.em.ints(list(dims))])
+
+
+def static_slice(
+    ctx: LayerContext,
+    x: Value,
+    starts: Sequence[int],
+    ends: Sequence[int],
+    axes: Sequence[int],
+    steps: Sequence[int] | None = None,
+) -> Value:
+    """``x`` sliced by constant bounds."""
+    em = ctx.em
+    args = [x, em.ints(list(starts)), em.ints(list(ends)), em.ints(list(axes))]
+    if steps is not None:
+        args.append(em.ints(list(steps)))
+    return em.op("Slice", args)
 
 
 def normalized_axes(ctx: LayerContext, axes: Sequence[int], rank: int, what: str) -> list[int]:

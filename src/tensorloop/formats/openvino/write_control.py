@@ -1,4 +1,4 @@
-"""The OpenVINO lowering of the canonical Loop and If: Loop-5 and If-8 with their bodies."""
+"""Core control flow written as OpenVINO layers: Loop as Loop-5 and If as If-8, with bodies."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ...tensor.types import TensorType
 from .document import Branch, Layer, PortMapEntry
 from .write_net import (
     Call,
+    Emitter,
     NetBuilder,
     Tensor,
     binary,
@@ -32,7 +33,7 @@ def _entry(external: int, layer: Layer, axis: int | None = None) -> PortMapEntry
     return PortMapEntry(external, layer.id, axis=axis, start=0, end=-1, stride=1, part_size=1)
 
 
-def emit_loop(net: NetBuilder, call: Call) -> list[Tensor]:
+def _loop(net: NetBuilder, call: Call) -> list[Tensor]:
     """The canonical Loop as Loop-5: its sliced inputs keep a unit axis and its concatenated
     outputs join on an existing one, so the body squeezes the first and unsqueezes the second;
     reversed slicing and stacking reverse outside the loop."""
@@ -143,7 +144,7 @@ def _param_type(call: Call, v: Value) -> TensorType:
     return v.type
 
 
-def emit_if(net: NetBuilder, call: Call) -> list[Tensor]:
+def _if(net: NetBuilder, call: Call) -> list[Tensor]:
     view = If(call.node)
     layer = net.add(
         "If",
@@ -168,3 +169,7 @@ def _branch(net: NetBuilder, call: Call, graph: Graph, layer: Layer, tag: str) -
         [_entry(1 + i, p.layer) for i, p in enumerate(params)],
         [_entry(len(layer.inputs) + j, r) for j, r in enumerate(results)],
     )
+
+
+EMITTERS: dict[str, Emitter] = {"Loop": _loop, "If": _if}
+"""Emitters of this family, by core op name."""

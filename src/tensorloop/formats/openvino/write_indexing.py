@@ -1,26 +1,41 @@
-"""Core ops written as OpenVINO gather, scatter, index-generating and shape layers; merged into
-``write_ops.OP_EMITTERS``."""
+"""Core indexing ops written as OpenVINO layers: slices, gathers, scatters, index generators.
+
+Slices, gathers, scatters, the index-generating ops (OneHot, EyeLike, NonZero, Unique) and
+ReverseSequence."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from ...tensor.dtypes import DType
-from ...tensor.types import UNKNOWN, TensorType
+from ...tensor.types import TensorType
 from .write_net import (
-    I64,
     Call,
     Emitter,
     NetBuilder,
     Tensor,
-    convert,
     dim_of,
     gather,
     scalar,
     shape_of,
 )
+
+
+def _slice(net: NetBuilder, call: Call) -> list[Tensor]:
+    data, starts, ends = call.arg(0), call.arg(1), call.arg(2)
+    axes, steps = call.opt(3), call.opt(4)
+    if steps is None:  # OpenVINO's Slice needs steps: ones, as many as starts
+        length = None if starts.type.shape is None else starts.type.shape[0]
+        if isinstance(length, int):
+            steps = net.const(np.ones(length, starts.type.dtype.numpy))
+        else:
+            one = net.const(1, starts.type.dtype)
+            steps = net.op(
+                "Broadcast", [one, shape_of(net, starts)], starts.type, "opset3", mode="numpy"
+            )
+    ins = [data, starts, ends, steps] + ([] if axes is None else [axes])
+    return [net.op("Slice", ins, call.out, "opset8")]
+
 
 # The core scatter reductions by OpenVINO's names (ScatterNDUpdate-15, ScatterElementsUpdate-12).
 _REDUCTIONS = {"none": "none", "add": "sum", "mul": "prod", "max": "max", "min": "min"}
@@ -161,12 +176,6 @@ def _reverse_sequence(net: NetBuilder, call: Call) -> list[Tensor]:
     ]
 
 
-def _einsum(net: NetBuilder, call: Call) -> list[Tensor]:
-    ins = [t for t in call.ins if t is not None]
-    equation = str(call.attrs["equation"]).replace(" ", "")
-    return [net.op("Einsum", ins, call.out, "opset7", equation=equation)]
-
-
 def _unique(net: NetBuilder, call: Call) -> list[Tensor]:
     x = call.arg(0)
     ins = [x]
@@ -183,80 +192,19 @@ def _unique(net: NetBuilder, call: Call) -> list[Tensor]:
     )
 
 
-def _trilu(net: NetBuilder, call: Call) -> list[Tensor]:
-    """OpenVINO has no Trilu: keep x where column - row >= k (upper) or <= k (lower), else 0."""
-    x = call.arg(0)
-    if x.rank is None:
-        raise call.error("Trilu needs an input of known rank")
-    k = call.opt(1)
-    diag = net.ints(0) if k is None else scalar(net, convert(net, k, DType.int64))
-    vector = TensorType(DType.int64, [UNKNOWN])
-    grid = TensorType(DType.int64, [UNKNOWN, UNKNOWN])
-
-    def positions(axis: int) -> Tensor:
-        n = dim_of(net, x, axis)
-        return net.op(
-            "Range", [net.ints(0), n, net.ints(1)], vector, "opset4", output_type=DType.int64
-        )
-
-    rows = net.op("Unsqueeze", [positions(x.rank - 2), net.ints([1])], grid)
-    offset = net.op("Subtract", [positions(x.rank - 1), rows], grid, auto_broadcast="numpy")
-    pair = [offset, diag] if call.attrs["upper"] else [diag, offset]
-    side = net.op("Subtract", pair, grid, auto_broadcast="numpy")
-    keep = net.op(
-        "GreaterEqual", [side, net.ints(0)], grid.with_dtype(DType.bool), auto_broadcast="numpy"
-    )
-    zero = net.const(np.zeros((), x.type.dtype.numpy))
-    return [net.op("Select", [keep, x, zero], call.out, auto_broadcast="numpy")]
-
-
-def _flatten(net: NetBuilder, call: Call) -> list[Tensor]:
-    x = call.arg(0)
-    if x.rank is None:
-        raise call.error("Flatten needs an input of known rank")
-    axis: int = call.attrs["axis"]
-    axis += x.rank if axis < 0 else 0  # in [-rank, rank]
-    if not 0 <= axis <= x.rank:
-        raise call.error(f"axis {call.attrs['axis']} is out of range for rank {x.rank}")
-    shape = x.type.shape
-    assert shape is not None
-    static = [d for d in shape if isinstance(d, int)]
-    if len(static) == len(shape):
-        dims = [math.prod(static[:axis]), math.prod(static[axis:])]
-        target = net.ints(dims)
-    else:
-        full = shape_of(net, x)
-        parts = []
-        for lo, hi in ((0, axis), (axis, x.rank)):
-            if lo == hi:
-                parts.append(net.ints([1]))
-                continue
-            piece = net.op(
-                "Slice",
-                [full, net.ints([lo]), net.ints([hi]), net.ints([1]), net.ints([0])],
-                TensorType(DType.int64, [hi - lo]),
-                "opset8",
-            )
-            parts.append(
-                net.op("ReduceProd", [piece, net.ints([0])], I64.with_shape([1]), keep_dims=True)
-            )
-        target = net.op("Concat", parts, TensorType(DType.int64, [2]), axis=0)
-    return [net.op("Reshape", [x, target], call.out, special_zero=False)]
-
-
 EMITTERS: dict[str, Emitter] = {
-    "ScatterND": _scatter_nd,
-    "ScatterElements": _scatter_elements,
+    "Slice": _slice,
+    "Gather": lambda net, call: [
+        gather(net, call.arg(0), call.arg(1), call.attrs["axis"], call.out)
+    ],
     "GatherND": _gather_nd,
     "GatherElements": _gather_elements,
-    "Tile": lambda net, call: [net.op("Tile", [call.arg(0), call.arg(1)], call.out)],
+    "ScatterND": _scatter_nd,
+    "ScatterElements": _scatter_elements,
     "OneHot": _one_hot,
-    "NonZero": _non_zero,
     "EyeLike": _eye_like,
-    "ReverseSequence": _reverse_sequence,
-    "Einsum": _einsum,
+    "NonZero": _non_zero,
     "Unique": _unique,
-    "Trilu": _trilu,
-    "Flatten": _flatten,
+    "ReverseSequence": _reverse_sequence,
 }
 """Emitters of this family, by core op name."""

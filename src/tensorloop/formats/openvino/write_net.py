@@ -174,7 +174,7 @@ class NetBuilder:
         t.layer.outputs[t.index] = replace(port, names=(*port.names, name))
 
 
-# -- small helpers that fold constants so the IR stays readable -----------------------------------
+# -- small helpers that fold constants so the IR stays readable ------------------------------------
 def convert(net: NetBuilder, t: Tensor, dtype: DType) -> Tensor:
     if t.type.dtype == dtype:
         return t
@@ -292,6 +292,60 @@ class Call:
 
 Emitter = Callable[["NetBuilder", "Call"], list["Tensor"]]
 """Writes one node into a net; the tensors of its outputs."""
+
+
+# -- what the op families' emitters share ----------------------------------------------------------
+def same_layer(type_: str, version: str = "opset1", **data: Any) -> Emitter:
+    """An op OpenVINO has, perhaps under another name, with the same inputs (the absent ones left
+    out) and meaning; a callable in ``data`` works its attribute out from the call."""
+
+    def emit(net: NetBuilder, call: Call) -> list[Tensor]:
+        ins = [t for t in call.ins if t is not None]
+        attrs = {k: v(call) if callable(v) else v for k, v in data.items()}
+        return net.layer(type_, ins, call.outs, version, **attrs)
+
+    return emit
+
+
+def broadcasting(type_: str, version: str = "opset1", **data: Any) -> Emitter:
+    """``same_layer`` for a layer that broadcasts its inputs NumPy-style."""
+    return same_layer(type_, version, auto_broadcast="numpy", **data)
+
+
+def attr(key: str) -> Callable[[Call], Any]:
+    """A ``same_layer`` attribute that is the call's attribute ``key``."""
+    return lambda call: call.attrs[key]
+
+
+def broadcast_op(
+    net: NetBuilder, type_: str, ins: list[Tensor], like: TensorType, **data: Any
+) -> Tensor:
+    """A NumPy-broadcasting binary layer (or a unary one) with ``like``'s element type."""
+    shape = ins[0].type.shape
+    for t in ins[1:]:
+        shape = broadcast(shape, t.type.shape)
+    out = like.with_shape(shape) if shape is not None else TensorType(like.dtype, None)
+    extra = {"auto_broadcast": "numpy"} if len(ins) == 2 else {}
+    return net.op(type_, ins, out, **extra, **data)
+
+
+def const_int(call: Call, t: Tensor, what: str) -> int:
+    """The one value of a constant input, which OpenVINO wants as an attribute or a constant."""
+    if t.value is None or t.value.size != 1:
+        raise call.error(f"{what} must be a constant scalar for OpenVINO IR")
+    return int(t.value.reshape(-1)[0])
+
+
+def float_only(call: Call, what: str = "") -> None:
+    """Refuse a call whose first input is not floating-point: OpenVINO has no such layer."""
+    dt = call.arg(0).type.dtype
+    if not dt.is_float:
+        raise call.error(f"OpenVINO has no {what or call.node.op} for {dt.value} here")
+
+
+def ints_text(values: Sequence[int]) -> str:
+    """A list attribute as the IR writes it."""
+    return ",".join(str(v) for v in values)
 
 
 def describe(node: Node) -> str:

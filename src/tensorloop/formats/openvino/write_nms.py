@@ -1,6 +1,8 @@
-"""The core ``NonMaxSuppression`` written as OpenVINO's NonMaxSuppression-9 (or -5, whose
-Soft-NMS keeps the IoU cutoff), ``MulticlassNms`` as MulticlassNms-9, ``MatrixNms`` as
-MatrixNms-8 and ``NmsRotated`` as NMSRotated-13; merged into ``write_ops.OP_EMITTERS``."""
+"""Core NMS ops written as OpenVINO layers: NonMaxSuppression, MulticlassNms, MatrixNms, NmsRotated.
+
+``NonMaxSuppression`` as NonMaxSuppression-9 (or -5, whose Soft-NMS keeps the IoU cutoff),
+``MulticlassNms`` as MulticlassNms-9, ``MatrixNms`` as MatrixNms-8 and ``NmsRotated`` as
+NMSRotated-13."""
 
 from __future__ import annotations
 

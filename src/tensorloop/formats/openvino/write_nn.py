@@ -1,5 +1,6 @@
-"""Core ops written as OpenVINO convolution, pooling, normalisation, resize and quantisation
-layers; merged into ``write_ops.OP_EMITTERS``."""
+"""Core neural-network ops written as OpenVINO layers: convolutions, pooling, normalisations.
+
+Convolutions (deformable too), pooling, the normalisations, LRN and inference-time Dropout."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from ...ops.normalization import stash_dtype
 from ...ops.window import transpose_out_shape
 from ...tensor.dtypes import DType
 from ...tensor.types import UNKNOWN, TensorType
-from .write_net import Call, Emitter, NetBuilder, Tensor, convert
+from .write_net import Call, Emitter, NetBuilder, Tensor, convert, ints_text, shape_of
 
 _AUTO_PADS = {
     "NOTSET": "explicit",
@@ -18,11 +20,6 @@ _AUTO_PADS = {
     "SAME_LOWER": "same_lower",
     "VALID": "valid",
 }
-
-
-def _csv(values: list[int]) -> str:
-    """A list attribute as the IR writes it."""
-    return ",".join(str(v) for v in values)
 
 
 def _spatial(call: Call, x: Tensor) -> int:
@@ -40,9 +37,9 @@ def _window(call: Call, n: int) -> dict[str, Any]:
     """strides / pads_begin / pads_end / auto_pad as OpenVINO's attributes."""
     pads = _ints(call, "pads", 2 * n, 0)
     return {
-        "strides": _csv(_ints(call, "strides", n, 1)),
-        "pads_begin": _csv(pads[:n]),
-        "pads_end": _csv(pads[n:]),
+        "strides": ints_text(_ints(call, "strides", n, 1)),
+        "pads_begin": ints_text(pads[:n]),
+        "pads_end": ints_text(pads[n:]),
         "auto_pad": _AUTO_PADS[call.attrs.get("auto_pad", "NOTSET")],
     }
 
@@ -74,7 +71,7 @@ def _conv(net: NetBuilder, call: Call) -> list[Tensor]:
     x, w = call.arg(0), call.arg(1)
     n = _spatial(call, x)
     group: int = call.attrs["group"]
-    data = {**_window(call, n), "dilations": _csv(_ints(call, "dilations", n, 1))}
+    data = {**_window(call, n), "dilations": ints_text(_ints(call, "dilations", n, 1))}
     if group == 1:
         y = net.op("Convolution", [x, w], call.out, **data)
     else:
@@ -109,12 +106,12 @@ def _conv_transpose(net: NetBuilder, call: Call) -> list[Tensor]:
                 f"an output_shape past the full result (crops {pads}) is not supported"
             )
     data = {
-        "strides": _csv(strides),
-        "dilations": _csv(dilations),
-        "pads_begin": _csv(pads[:n]),
-        "pads_end": _csv(pads[n:]),
+        "strides": ints_text(strides),
+        "dilations": ints_text(dilations),
+        "pads_begin": ints_text(pads[:n]),
+        "pads_end": ints_text(pads[n:]),
         "auto_pad": "explicit",
-        "output_padding": _csv(extra),
+        "output_padding": ints_text(extra),
     }
     if group == 1:
         y = net.op("ConvolutionBackpropData", [x, w], call.out, **data)
@@ -125,11 +122,50 @@ def _conv_transpose(net: NetBuilder, call: Call) -> list[Tensor]:
     return [_add_bias(net, y, call.opt(2), call.out)]
 
 
+def _deform_conv(net: NetBuilder, call: Call) -> list[Tensor]:
+    """DeformableConvolution-8 with bilinear_interpolation_pad=true: samples read zeros around X,
+    as the core op's do; the bias is added after."""
+    x, w, offsets = call.arg(0), call.arg(1), call.arg(2)
+    bias, mask = call.opt(3), call.opt(4)
+    if x.rank is None or x.rank < 3:
+        raise call.error(f"X needs a known rank of at least 3, got {x.type}")
+    n = x.rank - 2
+    pads = call.attrs["pads"] or [0] * (2 * n)
+    ins = [x, offsets, w] + ([] if mask is None else [mask])
+    y = net.op(
+        "DeformableConvolution",
+        ins,
+        call.out,
+        "opset8",
+        strides=ints_text(call.attrs["strides"] or [1] * n),
+        dilations=ints_text(call.attrs["dilations"] or [1] * n),
+        pads_begin=ints_text(pads[:n]),
+        pads_end=ints_text(pads[n:]),
+        auto_pad="explicit",
+        group=int(call.attrs["group"]),
+        deformable_group=int(call.attrs["offset_group"]),
+        bilinear_interpolation_pad=True,
+    )
+    if bias is None:
+        return [y]
+    column = bias.value.reshape([-1] + [1] * n) if bias.value is not None else None
+    if column is None:
+        b = net.op(
+            "Reshape",
+            [bias, net.ints([-1] + [1] * n)],
+            bias.type.with_shape([UNKNOWN] + [1] * n),
+            special_zero=False,
+        )
+    else:
+        b = net.const(column)
+    return [net.op("Add", [y, b], call.out, auto_broadcast="numpy")]
+
+
 def _pool_data(call: Call, x: Tensor) -> dict[str, Any]:
     n = _spatial(call, x)
     return {
         **_window(call, n),
-        "kernel": _csv([int(k) for k in call.attrs["kernel_shape"]]),
+        "kernel": ints_text([int(k) for k in call.attrs["kernel_shape"]]),
         # OpenVINO's ceil_torch drops a last window that would start in the end pad, as ONNX's
         # ceil_mode does; its plain "ceil" would keep it.
         "rounding_type": "ceil_torch" if call.attrs["ceil_mode"] else "floor",
@@ -141,7 +177,7 @@ def _max_pool(net: NetBuilder, call: Call) -> list[Tensor]:
     if call.attrs["storage_order"]:
         raise call.error("MaxPool with storage_order=1 (column-major indices) is not supported")
     n = _spatial(call, x)
-    data = {**_pool_data(call, x), "dilations": _csv(_ints(call, "dilations", n, 1))}
+    data = {**_pool_data(call, x), "dilations": ints_text(_ints(call, "dilations", n, 1))}
     values, index = net.layer(
         "MaxPool",
         [x],
@@ -187,7 +223,7 @@ def _windows_in_the_end_pad(call: Call, x: Tensor, n: int) -> dict[str, str]:
         if not fits:
             raise call.error(f"OpenVINO's AvgPool cannot exclude an end pad of {e} >= kernel {k}")
         ends.append(fits[-1])
-    return {"pads_end": _csv(ends), "rounding_type": "ceil"}
+    return {"pads_end": ints_text(ends), "rounding_type": "ceil"}
 
 
 def _global(type_: str) -> Emitter:
@@ -290,106 +326,108 @@ def _mean_variance(net: NetBuilder, call: Call) -> list[Tensor]:
     return [_mvn(net, x, axes, 1e-9, False)]
 
 
-def _blocks(type_: str) -> Emitter:
-    def emit(net: NetBuilder, call: Call) -> list[Tensor]:
-        mode = "blocks_first" if call.attrs["mode"] == "DCR" else "depth_first"
-        return [
-            net.op(type_, [call.arg(0)], call.out, mode=mode, block_size=call.attrs["blocksize"])
-        ]
-
-    return emit
+def _work_dtype(call: Call, t: Tensor) -> DType:
+    """The dtype the statistics are computed in (float32 when stash_type=1)."""
+    return stash_dtype(t.type, call.attrs["stash_type"])
 
 
-_RESIZE_COORDINATES = (
-    "half_pixel",
-    "pytorch_half_pixel",
-    "asymmetric",
-    "tf_half_pixel_for_nn",
-    "align_corners",
-)
-_RESIZE_MODES = {"nearest": "nearest", "linear": "linear_onnx", "cubic": "cubic"}
+def _group_norm(net: NetBuilder, call: Call) -> list[Tensor]:
+    x, scale, bias = call.arg(0), call.arg(1), call.arg(2)
+    work = _work_dtype(call, x)
+    ins = [convert(net, t, work) for t in (x, scale, bias)]
+    y = net.op(
+        "GroupNormalization",
+        ins,
+        call.out.with_dtype(work),
+        "opset12",
+        num_groups=call.attrs["num_groups"],
+        epsilon=float(call.attrs["epsilon"]),
+    )
+    return [convert(net, y, x.type.dtype)]
 
 
-def _present(t: Tensor | None) -> bool:
-    """Resize counts an empty tensor as an absent input."""
-    if t is None:
-        return False
-    shape = t.type.shape
-    return not (shape is not None and len(shape) == 1 and shape[0] == 0)
-
-
-def _resize(net: NetBuilder, call: Call) -> list[Tensor]:
-    a = call.attrs
-    x = call.arg(0)
-    ctm = a["coordinate_transformation_mode"]
-    if ctm not in _RESIZE_COORDINATES:
-        raise call.error(f"coordinate_transformation_mode '{ctm}' has no OpenVINO Interpolate")
-    if a["antialias"] or a["exclude_outside"] or a["keep_aspect_ratio_policy"] != "stretch":
-        raise call.error(
-            "Resize with antialias, exclude_outside or a keep_aspect_ratio_policy other than "
-            "stretch has no OpenVINO Interpolate that computes the same"
-        )
+def _tail_axes(net: NetBuilder, call: Call, x: Tensor) -> Tensor:
+    axis = call.normalize_axis(call.attrs["axis"], x.rank)
     if x.rank is None:
-        raise call.error(f"OpenVINO needs X of a known rank, got {x.type}")
-    axes = [
-        call.normalize_axis(int(v), x.rank, "axes")
-        for v in (range(x.rank) if a["axes"] is None else a["axes"])
-    ]
-    scales, sizes = call.opt(2), call.opt(3)
-    if _present(sizes):
-        assert sizes is not None
-        given, calc = sizes, "sizes"
-    elif scales is not None:
-        given, calc = convert(net, scales, DType.float32), "scales"
-        if ctm == "align_corners":
-            # Resize aligns the corners of dim * scale cells, OpenVINO those of floor(that):
-            # the same only where the scale divides evenly.
-            shape = x.type.shape
-            values = scales.value
-            if values is None or shape is None:
-                raise call.error("align_corners with scales needs constant scales and static dims")
-            for axis, s in zip(axes, np.asarray(values).reshape(-1).tolist(), strict=True):
-                d = shape[axis]
-                length = np.float32(s) * np.float32(d) if isinstance(d, int) else None
-                if length is None or not float(length).is_integer():
-                    raise call.error(
-                        f"align_corners with scale {s} on axis {axis} of {x.type}: OpenVINO "
-                        "aligns a different output length"
-                    )
-    else:
-        raise call.error("Resize needs scales or sizes")
-    return [
-        net.op(
-            "Interpolate",
-            [x, given, net.ints(axes)],
-            call.out,
-            "opset11",
-            mode=_RESIZE_MODES[a["mode"]],
-            shape_calculation_mode=calc,
-            coordinate_transformation_mode=ctm,
-            nearest_mode=a["nearest_mode"],
-            antialias=False,
-            pads_begin=_csv([0] * x.rank),
-            pads_end=_csv([0] * x.rank),
-            cube_coeff=float(a["cubic_coeff_a"]),
+        raise call.error("RMSNormalization needs an input of known rank for OpenVINO IR")
+    return net.ints(list(range(axis, x.rank)))
+
+
+def _rms_norm(net: NetBuilder, call: Call) -> list[Tensor]:
+    """x / sqrt(mean(x^2) + epsilon) * scale, in the stash dtype up to the scaling."""
+    x, scale = call.arg(0), call.arg(1)
+    work = _work_dtype(call, x)
+    xs = convert(net, x, work)
+    t = xs.type
+    square = net.op("Multiply", [xs, xs], t, auto_broadcast="numpy")
+    axes = _tail_axes(net, call, x)
+    assert t.shape is not None and axes.value is not None
+    kept = t.with_shape([1 if a in axes.value else d for a, d in enumerate(t.shape)])
+    mean = net.op("ReduceMean", [square, axes], kept, keep_dims=True)
+    eps = net.const(float(call.attrs["epsilon"]), work)
+    rms = net.op("Sqrt", [net.op("Add", [mean, eps], kept, auto_broadcast="numpy")], kept)
+    y = net.op("Divide", [xs, rms], t, auto_broadcast="numpy", m_pythondiv=False)
+    y = convert(net, y, scale.type.dtype)
+    return [net.op("Multiply", [y, scale], call.out, auto_broadcast="numpy")]
+
+
+def _lp_norm(net: NetBuilder, call: Call) -> list[Tensor]:
+    """x / its L1 or L2 norm along the axis; a zero norm divides by one, giving zeros."""
+    x = call.arg(0)
+    axis = call.normalize_axis(call.attrs["axis"], x.rank)
+    kept = (
+        x.type
+        if x.type.shape is None
+        else x.type.with_shape([*x.type.shape[:axis], 1, *x.type.shape[axis + 1 :]])
+    )
+    reduce = "ReduceL1" if call.attrs["p"] == 1 else "ReduceL2"
+    norm = net.op(reduce, [x, net.ints([axis])], kept, "opset4", keep_dims=True)
+    dt = x.type.dtype
+    zero = net.op(
+        "Equal", [norm, net.const(0, dt)], kept.with_dtype(DType.bool), auto_broadcast="numpy"
+    )
+    safe = net.op("Select", [zero, net.const(1, dt), norm], kept, auto_broadcast="numpy")
+    return [net.op("Divide", [x, safe], call.out, auto_broadcast="numpy", m_pythondiv=False)]
+
+
+def _dropout(net: NetBuilder, call: Call) -> list[Tensor]:
+    """Inference: the data unchanged and an all-true mask (OpenVINO has no random dropout)."""
+    x, ratio, training = call.arg(0), call.opt(1), call.opt(2)
+    if training is not None:
+        off = training.value is not None and not bool(training.value.reshape(-1)[0])
+        no_drop = (
+            ratio is not None and ratio.value is not None and float(ratio.value.reshape(-1)[0]) == 0
         )
-    ]
+        if not (off or no_drop):
+            raise call.error(
+                "OpenVINO has no random dropout: training_mode must be a constant false "
+                "(or ratio a constant 0)"
+            )
+    outs = [x]
+    if len(call.outs) > 1:
+        mask = net.op(
+            "Broadcast", [net.const(True), shape_of(net, x)], call.outs[1], "opset3", mode="numpy"
+        )
+        outs.append(mask)
+    return outs
 
 
 EMITTERS: dict[str, Emitter] = {
     "Conv": _conv,
     "ConvTranspose": _conv_transpose,
+    "DeformConv": _deform_conv,
     "MaxPool": _max_pool,
     "AveragePool": _average_pool,
     "GlobalAveragePool": _global("ReduceMean"),
     "GlobalMaxPool": _global("ReduceMax"),
     "BatchNormalization": _batch_norm,
-    "LRN": _lrn,
     "InstanceNormalization": _instance_norm,
     "LayerNormalization": _layer_norm,
+    "GroupNormalization": _group_norm,
+    "RMSNormalization": _rms_norm,
+    "LpNormalization": _lp_norm,
     "MeanVarianceNormalization": _mean_variance,
-    "DepthToSpace": _blocks("DepthToSpace"),
-    "SpaceToDepth": _blocks("SpaceToDepth"),
-    "Resize": _resize,
+    "LRN": _lrn,
+    "Dropout": _dropout,
 }
 """Emitters of this family, by core op name."""

@@ -1,23 +1,13 @@
-"""Core string and sparse ops written as OpenVINO layers (StringTensorUnpack-15,
-StringTensorPack-15, SparseFillEmptyRows-16, each the same-named layer); merged into
-``write_ops.OP_EMITTERS``."""
+"""Core string ops written as OpenVINO layers: StringTensorUnpack-15 and StringTensorPack-15.
+
+Each the same-named layer."""
 
 from __future__ import annotations
 
-from .write_net import Call, Emitter, NetBuilder, Tensor
-
-
-def _same(type_: str, version: str) -> Emitter:
-    """The same-named layer, with the core op's inputs in order and no attributes."""
-
-    def emit(net: NetBuilder, call: Call) -> list[Tensor]:
-        return net.layer(type_, [call.arg(i) for i in range(len(call.ins))], call.outs, version)
-
-    return emit
-
+from .write_net import Emitter, same_layer
 
 EMITTERS: dict[str, Emitter] = {
-    "StringTensorUnpack": _same("StringTensorUnpack", "opset15"),
-    "StringTensorPack": _same("StringTensorPack", "opset15"),
-    "SparseFillEmptyRows": _same("SparseFillEmptyRows", "opset16"),
+    "StringTensorUnpack": same_layer("StringTensorUnpack", "opset15"),
+    "StringTensorPack": same_layer("StringTensorPack", "opset15"),
 }
+"""Emitters of this family, by core op name."""

@@ -6,18 +6,24 @@ import os
 from typing import Any
 
 from ...errors import FormatError
-from ...io import saver
 from ...ir.graph import Graph
 from ...model import Model
 from ...passes import lower_sequences
 from ...tensor.types import SequenceType, TensorType
-from .write_control import emit_if, emit_loop
+from .families import EMITTERS
 from .write_net import IR_VERSION, Emitter, File, NetBuilder, Tensor, lower
-from .write_ops import OP_EMITTERS
 
 __all__ = ["IR_VERSION", "write_openvino"]
 
-_EMITTERS: dict[str, Emitter] = {**OP_EMITTERS, "Loop": emit_loop, "If": emit_if}
+_PLUMBING: dict[str, Emitter] = {
+    "Constant": lambda net, call: [net.const(call.attrs["value"])],
+    "Identity": lambda net, call: [call.arg(0)],  # no layer: the value passes straight through
+    # OpenVINO has no assertion: the checked values pass through (docs/network.md)
+    "Check": lambda net, call: [call.arg(i) for i in range(1, len(call.ins))],
+}
+"""The ops of no op family: a constant, and values that pass through without a layer."""
+
+_EMITTERS: dict[str, Emitter] = {**EMITTERS, **_PLUMBING}
 """How each op is written (tests check that every one is covered)."""
 
 
@@ -57,8 +63,7 @@ def _convert_copy(net: NetBuilder, t: Tensor) -> Tensor:
     return net.op("Convert", [t], t.type, destination_type=t.type.dtype)
 
 
-@saver(".xml")
-def _save(model: Model, path: str | os.PathLike[str], **options: Any) -> None:
+def save_file(model: Model, path: str | os.PathLike[str], **options: Any) -> None:
     unknown = sorted(set(options) - {"bin_path"})
     if unknown:
         listed = ", ".join(unknown)

@@ -8,8 +8,9 @@ import numpy as np
 
 from ...ir.graph import Graph
 from ...tensor.dtypes import DType
+from ...tensor.numerics import widen
 from ..registry import KernelContext, kernel
-from .elementwise import fail, widen
+from .elementwise import fail
 
 Array = np.ndarray[Any, Any]
 

@@ -33,8 +33,7 @@ def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
     i, per_iteration = 0, [[] for _ in stacked]  # type: tuple[int, list[list[Any]]]
     while all(i < b for b in bounds) and cond:
         slices = [
-            # an array even where the slice is a scalar (np.take gives a NumPy scalar there)
-            np.asarray(np.take(src, np.shape(src)[a] - 1 - i if sl.reverse else i, axis=a))
+            _row(src, a, np.shape(src)[a] - 1 - i if sl.reverse else i)
             for src, sl, a in zip(sources, sliced, axes, strict=True)
         ]
         with ctx.state.iteration(i, ctx.where):
@@ -46,6 +45,7 @@ def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
             ctx.state.add_stacked(int(getattr(y, "nbytes", 0)), ctx.where)
             acc.append(y)
         i += 1
+    ctx.state.loop_end(i)
     if stacked and not per_iteration[0]:
         return (*carried, *empty_stacked(ctx.node, carried, sources, invariants))
     outputs = [
@@ -53,6 +53,14 @@ def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
         for j, (acc, st) in enumerate(zip(per_iteration, stacked, strict=True))
     ]
     return (*carried, *outputs)
+
+
+def _row(src: Any, axis: int, k: int) -> np.ndarray[Any, Any]:
+    """Slice ``k`` of ``src`` on ``axis``: an array of its own, C-contiguous, of ``src``'s dtype,
+    0-d where the slice is one element (where np.take and plain indexing give a NumPy scalar,
+    or for a string tensor the Python ``str`` itself)."""
+    view = np.asarray(src)[(slice(None),) * axis + (k, Ellipsis)]
+    return np.array(view, order="C")
 
 
 def empty_stacked(

@@ -6,16 +6,15 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ...errors import ExecutionError
+from ...tensor import numerics
+from ...tensor.numerics import round_to, widen
 from ...tensor.types import normalize_axis
 from ..registry import Kernel, KernelContext, kernel
 
 Array = np.ndarray[Any, Any]
-
-_NARROW_FLOATS = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 
 def fail(ctx: KernelContext, message: str) -> ExecutionError:
@@ -28,14 +27,9 @@ def axis_in(ctx: KernelContext, axis: int, rank: int) -> int:
 
 
 def is_float(dt: np.dtype[Any]) -> bool:
-    return dt.kind == "f" or dt in _NARROW_FLOATS  # bf16's kind is "V", not "f"
-
-
-def widen(x: Any) -> Array:
-    """``x`` as an array, f16/bf16 lifted to f32: NumPy's maths on them is partial or lossy, and one
-    f32 operation rounded back to the narrow type is exact for + - * / and sqrt."""
-    a = np.asarray(x)
-    return a.astype(np.float32) if a.dtype in _NARROW_FLOATS else a
+    """Whether the kernels treat ``dt`` as a float: ``numerics.is_float``, ``DType.is_float``'s
+    answer (every float8, float4 and bfloat16 included), never NumPy's kind letter."""
+    return numerics.is_float(dt)
 
 
 def _sigmoid(x: Array) -> Array:
@@ -94,7 +88,7 @@ for _name, _fn in _TO_BOOL.items():
 def div(ctx: KernelContext, a: Any, b: Any) -> Array:
     result_type = np.asarray(a).dtype
     a, b = widen(a), widen(b)
-    if a.dtype.kind == "f":
+    if is_float(a.dtype):
         with np.errstate(all="ignore"):  # x/0 is ±inf or NaN
             return np.asarray(np.divide(a, b)).astype(result_type)
     if np.any(b == 0):
@@ -111,7 +105,7 @@ def pow_(ctx: KernelContext, x: Any, y: Any) -> Array:
     if is_float(x.dtype):
         with np.errstate(all="ignore"):
             real = np.power(x.astype(np.float64), y.astype(np.float64))
-            return np.asarray(real).astype(x.dtype)
+            return np.asarray(round_to(real, x.dtype))  # rounded once, float8s included
     if is_float(y.dtype):
         with np.errstate(all="ignore"):
             real = np.asarray(np.power(x.astype(np.float64), y.astype(np.float64)))

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from ...ops.image import resize_plan
+from ...tensor.numerics import widen
 from ..registry import KernelContext, kernel
-from .elementwise import Array, axis_in, fail, widen
+from .elementwise import Array, axis_in, fail
 
 # One axis's interpolation taps: source indices [out, taps] and their weights [out, taps].
 Taps = tuple[Array, Array]

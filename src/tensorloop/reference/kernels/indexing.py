@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from ...ops.indexing import block_rearrangement
+from ...tensor.numerics import widen
 from ..registry import KernelContext, kernel
-from .elementwise import Array, axis_in, fail, widen
+from .elementwise import Array, axis_in, fail
 
 # ufuncs whose .at applies a scatter reduction in place, duplicates combining one by one.
 _REDUCE_AT: dict[str, np.ufunc] = {

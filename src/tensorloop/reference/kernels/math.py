@@ -10,8 +10,10 @@ from typing import Any
 import numpy as np
 
 from ...ops.math import parse_einsum
+from ...tensor.numerics import widen
 from ..registry import Kernel, KernelContext, kernel
-from .elementwise import Array, axis_in, fail, is_float, widen
+from . import portable
+from .elementwise import Array, axis_in, fail, is_float
 from .reduce import running
 
 _SERIES_LIMIT = 3.0  # erf's power series below it, the continued fraction of erfc above
@@ -42,47 +44,14 @@ def _erf(x: Array) -> Array:
     return np.sign(x) * np.where(a < _SERIES_LIMIT, series, tail)  # type: ignore[no-any-return]
 
 
-def _gelu(x: Array, approximate: str) -> Array:
-    if approximate == "tanh":
-        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
-        return 0.5 * x * (1 + np.tanh(inner))  # type: ignore[no-any-return]
-    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))  # type: ignore[no-any-return]
-
-
-def _bit_shift(x: Array, y: Array, direction: str) -> Array:
-    # NumPy's shifts by the type's width or more are undefined (as in C), so such shifts and
-    # negative ones are masked to 0 and given the fill the spec says is all that is left.
-    inside = (y >= 0) & (y < x.dtype.itemsize * 8)
-    by = np.where(inside, y, 0).astype(x.dtype)
-    if direction == "LEFT":
-        return np.where(inside, np.left_shift(x, by), np.zeros((), x.dtype))
-    sign_fill = -(x < 0).astype(x.dtype)  # -1 for a negative x, else 0, in x's own type
-    return np.where(inside, np.right_shift(x, by), sign_fill)
-
-
 def _is_inf(x: Array, detect_negative: int, detect_positive: int) -> Array:
     x = np.asarray(x, np.float64)  # float8 types too
     return (np.isposinf(x) & bool(detect_positive)) | (np.isneginf(x) & bool(detect_negative))
 
 
-def _elu(x: Array, alpha: float) -> Array:
-    return np.where(x > 0, x, alpha * np.expm1(x))
-
-
-def _softplus(x: Array) -> Array:
-    return np.logaddexp(0, x)
-
-
-def _hard_sigmoid(x: Array, alpha: float, beta: float) -> Array:
-    return np.clip(alpha * x + beta, 0, 1)
-
-
-def _shrink(x: Array, bias: float, lambd: float) -> Array:
-    return np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0))
-
-
 # Each takes the widened inputs and the node's attributes by name; the result is cast back to
-# the first input's element type (to bool for the ops in _PREDICATES).
+# the first input's element type (to bool for the ops in _PREDICATES). The activations are
+# portable's, which the JAX lowerings share.
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "Acos": np.arccos,
     "Acosh": np.arccosh,
@@ -103,26 +72,26 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "Reciprocal": np.reciprocal,
     "IsNaN": lambda x: np.isnan(np.asarray(x, np.float64)),
     "IsInf": _is_inf,
-    "Softplus": _softplus,
-    "Softsign": lambda x: x / (1 + np.abs(x)),
-    "Elu": _elu,
-    "Selu": lambda x, alpha, gamma: gamma * _elu(x, alpha),
-    "Celu": lambda x, alpha: np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(x / alpha)),
-    "LeakyRelu": lambda x, alpha: np.where(x >= 0, x, alpha * x),
-    "ThresholdedRelu": lambda x, alpha: np.where(x > alpha, x, 0),
-    "HardSigmoid": _hard_sigmoid,
-    "HardSwish": lambda x: x * _hard_sigmoid(x, 1 / 6, 0.5),
-    "Mish": lambda x: x * np.tanh(_softplus(x)),
-    "Gelu": _gelu,
-    "Swish": lambda x, alpha: x / (1 + np.exp(-alpha * x)),
-    "Shrink": _shrink,
+    "Softplus": portable.softplus,
+    "Softsign": portable.softsign,
+    "Elu": portable.elu,
+    "Selu": portable.selu,
+    "Celu": portable.celu,
+    "LeakyRelu": portable.leaky_relu,
+    "ThresholdedRelu": portable.thresholded_relu,
+    "HardSigmoid": portable.hard_sigmoid,
+    "HardSwish": portable.hard_swish,
+    "Mish": portable.mish,
+    "Gelu": functools.partial(portable.gelu, erf=_erf),
+    "Swish": portable.swish,
+    "Shrink": portable.shrink,
     "BitwiseNot": np.invert,
     "BitwiseAnd": np.bitwise_and,
     "BitwiseOr": np.bitwise_or,
     "BitwiseXor": np.bitwise_xor,
-    "BitShift": _bit_shift,
-    "Sum": lambda *xs: functools.reduce(np.add, xs),
-    "Mean": lambda *xs: functools.reduce(np.add, xs) / len(xs),
+    "BitShift": portable.bit_shift,
+    "Sum": portable.total,
+    "Mean": portable.mean,
 }
 _PREDICATES = {"IsNaN", "IsInf"}
 
@@ -182,9 +151,7 @@ def log_softmax(ctx: KernelContext, data: Any) -> Array:
     x = widen(data)
     axis = axis_in(ctx, ctx.attr("axis"), x.ndim)
     with np.errstate(all="ignore"):  # a slice of all -inf (or any NaN) gives NaN
-        shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
-        total = np.sum(np.exp(shifted), axis=axis, keepdims=True)
-        return np.asarray(shifted - np.log(total)).astype(np.asarray(data).dtype)
+        return np.asarray(portable.log_softmax(x, axis)).astype(np.asarray(data).dtype)
 
 
 @kernel("Hardmax")
@@ -199,7 +166,7 @@ def hardmax(ctx: KernelContext, data: Any) -> Array:
 
 @kernel("CumProd")
 def cumprod(ctx: KernelContext, data: Any, axis: Any) -> Array:
-    return running(ctx, data, axis, np.cumprod, 1)
+    return running(ctx, data, axis, product=True)
 
 
 @kernel("Det")

@@ -8,8 +8,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...tensor.numerics import widen
 from ..registry import KernelContext, kernel
-from .elementwise import Array, fail, widen
+from .elementwise import Array, fail
 
 _F32 = np.float32
 

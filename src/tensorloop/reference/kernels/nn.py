@@ -11,9 +11,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ...ops.common import normalize_axes
 from ...ops.nn import Window, stash_dtype, transpose_out_shape, window
 from ...tensor.dtypes import from_numpy
+from ...tensor.numerics import widen
 from ...tensor.types import TensorType
 from ..registry import KernelContext, kernel
-from .elementwise import Array, axis_in, fail, is_float, widen
+from . import portable
+from .elementwise import Array, axis_in, fail, is_float
 
 Geometry = list[tuple[int, int, int]]
 """Per spatial axis: (output size, pad at the begin, pad at the end)."""
@@ -378,14 +380,8 @@ def max_unpool(ctx: KernelContext, data: Any, indices: Any, output_shape: Any = 
 
 
 # --- Normalizations -----------------------------------------------------------------------------
-
-
-def _normalized(x: Array, axes: tuple[int, ...], epsilon: float) -> tuple[Array, Array, Array]:
-    """(x - mean) / sqrt(var + epsilon) over ``axes``, with the mean and 1/sqrt(var + eps)."""
-    mean = np.mean(x, axes, keepdims=True)
-    centered = x - mean
-    inv = 1 / np.sqrt(np.mean(centered * centered, axes, keepdims=True) + x.dtype.type(epsilon))
-    return centered * inv, mean, inv
+# Instance, Layer, Group, RMS and MeanVariance normalization compute portable's functions, which
+# the JAX lowerings share.
 
 
 @kernel("BatchNormalization")
@@ -410,9 +406,7 @@ def batch_norm(
 
 @kernel("InstanceNormalization")
 def instance_norm(ctx: KernelContext, data: Any, scale: Any, b: Any) -> Array:
-    x = widen(data)
-    y, _, _ = _normalized(x, tuple(range(2, x.ndim)), ctx.attr("epsilon"))
-    y = y * _per_channel(widen(scale), x.ndim) + _per_channel(widen(b), x.ndim)
+    y: Array = portable.instance_norm(widen(data), scale, b, ctx.attr("epsilon"))
     return y.astype(np.asarray(data).dtype)
 
 
@@ -426,15 +420,8 @@ def layer_norm(
 ) -> tuple[Array, Array, Array]:
     x = np.asarray(data)
     axis = axis_in(ctx, ctx.attr("axis"), x.ndim)
-    stash = _stash(ctx, x)
-    y, mean, inv = _normalized(
-        widen(x.astype(stash)), tuple(range(axis, x.ndim)), ctx.attr("epsilon")
-    )
-    # The normalized values round to X's type before the affine step, as the ONNX function does.
-    y = widen(y.astype(x.dtype)) * widen(scale)
-    if b is not None:
-        y = y + widen(b)
-    return y.astype(x.dtype), mean.astype(stash), inv.astype(stash)
+    y, mean, inv = portable.layer_norm(x, scale, b, axis, ctx.attr("epsilon"), _stash(ctx, x))
+    return y, mean, inv
 
 
 @kernel("GroupNormalization")
@@ -443,22 +430,16 @@ def group_norm(ctx: KernelContext, data: Any, scale: Any, bias: Any) -> Array:
     g, c = ctx.attr("num_groups"), x.shape[1]
     if c % g:
         raise fail(ctx, f"X's {c} channels do not split into {g} groups")
-    grouped = widen(x.astype(_stash(ctx, x))).reshape(x.shape[0], g, -1)
-    y, _, _ = _normalized(grouped, (2,), ctx.attr("epsilon"))
-    y = widen(y.reshape(x.shape).astype(x.dtype))
-    y = y * _per_channel(widen(scale), x.ndim) + _per_channel(widen(bias), x.ndim)
-    return y.astype(x.dtype)
+    y: Array = portable.group_norm(x, scale, bias, g, ctx.attr("epsilon"), _stash(ctx, x))
+    return y
 
 
 @kernel("RMSNormalization")
 def rms_norm(ctx: KernelContext, data: Any, scale: Any) -> Array:
     x, s = np.asarray(data), np.asarray(scale)
     axis = axis_in(ctx, ctx.attr("axis"), x.ndim)
-    xs = widen(x.astype(_stash(ctx, x)))
-    axes = tuple(range(axis, x.ndim))
-    eps = xs.dtype.type(ctx.attr("epsilon"))
-    y = xs / np.sqrt(np.mean(xs * xs, axes, keepdims=True) + eps)
-    return (widen(y.astype(s.dtype)) * widen(s)).astype(s.dtype)
+    y: Array = portable.rms_norm(x, s, axis, ctx.attr("epsilon"), _stash(ctx, x))
+    return y
 
 
 @kernel("LpNormalization")
@@ -478,9 +459,7 @@ def lp_norm(ctx: KernelContext, data: Any) -> Array:
 def mean_variance_norm(ctx: KernelContext, data: Any) -> Array:
     x = widen(data)
     axes = tuple(_checked(ctx, normalize_axes, [int(a) for a in ctx.attr("axes")], x.ndim))
-    centered = x - np.mean(x, axes, keepdims=True)
-    std = np.sqrt(np.mean(centered * centered, axes, keepdims=True))
-    return np.asarray(centered / (std + x.dtype.type(1e-9))).astype(np.asarray(data).dtype)
+    return np.asarray(portable.mean_variance_norm(x, axes)).astype(np.asarray(data).dtype)
 
 
 @kernel("LRN")

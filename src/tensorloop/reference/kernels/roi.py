@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from ...tensor.numerics import widen
 from ..registry import KernelContext, kernel
-from .elementwise import Array, fail, widen
+from .elementwise import Array, fail
 
 
 def _round_half_away(v: Array) -> Array:

@@ -1,0 +1,204 @@
+"""Writing each op: a core op as the same-named ONNX node, and the ops that differ."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ...errors import FormatError
+from ...ir.graph import Graph, Node
+from ...ir.opdef import get_opdef
+from ...tensor.dtypes import DType
+from ...tensor.types import Type
+from .write_scope import (
+    Array,
+    File,
+    NodeWriter,
+    Scope,
+    describe,
+    elem_type,
+    formal_inputs,
+    subgraph,
+    tensor_proto,
+    type_proto,
+)
+
+DOMAIN_OPSETS = {"ai.onnx.ml": 5, "ai.onnx.preview": 1, "ai.onnx.preview.training": 1}
+"""Other domains a core op may live in, imported only by models that use them."""
+LARGE_CONSTANT = 16
+"""Constants with at least this many elements become initializers; smaller ones stay nodes."""
+
+_A = onnx.AttributeProto
+_OPTIONAL = onnx.defs.OpSchema.FormalParameterOption.Optional
+_KINDS = {
+    getattr(onnx.defs.OpSchema.AttrType, k): int(getattr(_A, k))
+    for k in _A.AttributeType.keys()  # noqa: SIM118 (a protobuf enum, not a dict)
+    if k != "UNDEFINED"
+}
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    return bool(a == b)
+
+
+def _schema(file: File, node: Node) -> onnx.defs.OpSchema:
+    for domain in ("", *DOMAIN_OPSETS):
+        if not onnx.defs.has(node.op, domain):
+            continue
+        version = DOMAIN_OPSETS.get(domain, file.opset)
+        try:
+            return onnx.defs.get_schema(node.op, version, domain)
+        except onnx.defs.SchemaError:
+            since = min(
+                s.since_version
+                for s in onnx.defs.get_all_schemas_with_history()
+                if s.name == node.op and s.domain == domain
+            )
+            raise FormatError(
+                f"{describe(node)}: ONNX has {node.op} from opset {since} of "
+                f"{domain or 'ai.onnx'}, but the export targets opset {version} (pass opset=)"
+            ) from None
+    raise FormatError(f"{describe(node)}: ONNX has no op '{node.op}'")
+
+
+def generic(scope: Scope, node: Node, written: int | None = None) -> None:
+    """A core op as the same-named ONNX op with its attributes (and only its first ``written``
+    outputs, which the caller checked are all that is read)."""
+    file = scope.file
+    schema = _schema(file, node)
+    if schema.domain:
+        file.domains.add(schema.domain)
+    opdef = get_opdef(node.op)
+    defaults = opdef.attrs
+    given = node.attrs
+    if getattr(schema, "has_function", False):
+        # onnx's checker expands a function op's body without the defaults of the attributes
+        # left out (MeanVarianceNormalization fails so): write every one the schema knows.
+        resolved = opdef.resolve_attrs(node.attrs, node.describe())
+        given = {k: v for k, v in resolved.items() if k in schema.attributes or k in given}
+    attrs: dict[str, onnx.AttributeProto] = {}
+    for key, value in given.items():
+        if value is None:
+            continue
+        spec = schema.attributes.get(key)
+        if spec is None:
+            if key in defaults and _equal(value, defaults[key].default):
+                continue  # a newer opset's attribute, at the value that means the older op
+            raise FormatError(
+                f"{describe(node)}: attribute '{key}' = {value!r} does not exist in "
+                f"{node.op}-{schema.since_version}"
+            )
+        attrs[key] = _attribute(file, node, key, value, _KINDS[spec.type])
+    # Optional outputs nobody reads are left out: some ops (BatchNormalization) change mode
+    # with the number of outputs listed.
+    results = set(scope.graph.outputs)
+    outs = []
+    for j, v in enumerate(node.outputs[:written]):
+        formal = schema.outputs[min(j, len(schema.outputs) - 1)] if schema.outputs else None
+        unread = not v.uses and v not in results
+        outs.append(
+            "" if unread and formal is not None and formal.option == _OPTIONAL else file.names[v]
+        )
+    ins = [file.ref(v) for v in node.inputs]
+    scope.node(node.op, _trim(ins), _trim(outs), attrs, domain=schema.domain, name=node.name)
+
+
+def _trim(names: list[str]) -> list[str]:
+    """Names without the trailing "" of optional inputs or outputs left out."""
+    while names and not names[-1]:
+        names.pop()
+    return names
+
+
+def _attribute(file: File, node: Node, key: str, value: Any, kind: int) -> onnx.AttributeProto:
+    """An attribute value as an AttributeProto of ONNX attribute type ``kind``."""
+    where = f"{describe(node)} attribute '{key}'"
+
+    def item(x: Any) -> Any:
+        if isinstance(x, Graph):
+            return subgraph(file, x, formal_inputs(file, x))
+        if isinstance(x, DType):
+            return elem_type(x)
+        if isinstance(x, Type):
+            return type_proto(x, where)
+        if isinstance(x, np.ndarray) or kind in (_A.TENSOR, _A.TENSORS):
+            return tensor_proto(np.asarray(x))
+        if kind in (_A.FLOAT, _A.FLOATS):
+            return float(x)
+        if kind in (_A.INT, _A.INTS):
+            return int(x)
+        return x
+
+    listed = kind in (_A.INTS, _A.FLOATS, _A.STRINGS, _A.TENSORS, _A.GRAPHS, _A.TYPE_PROTOS)
+    try:
+        if listed:
+            items = value if isinstance(value, tuple | list) else (value,)
+            return helper.make_attribute(key, [item(x) for x in items], attr_type=kind)
+        return helper.make_attribute(key, item(value), attr_type=kind)
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"{where}: {value!r} cannot be written: {exc}") from None
+
+
+def _constant(scope: Scope, node: Node) -> None:
+    file, v = scope.file, node.output
+    data: Array = node.attrs["value"]
+    if data.size >= LARGE_CONSTANT and v not in scope.graph.outputs:
+        file.initializer(data, file.names[v])
+        if scope.graph is not file.root:
+            file.refs[v] = file.names[v]  # an outer-scope name inside a body
+        return
+    scope.node("Constant", [], [file.names[v]], {"value": tensor_proto(data)}, name=node.name)
+
+
+def _read_variable(scope: Scope, node: Node) -> None:
+    file = scope.file
+    name: str = node.attrs["variable"]
+    if name not in file.variables:
+        var = file.root.variables[name]
+        file.variables[name] = file.initializer(var.initial, file.unique(name))
+    file.refs[node.output] = file.variables[name]
+
+
+def _assign(scope: Scope, node: Node) -> None:
+    raise FormatError(
+        f"{describe(node)}: assigns persistent tensor '{node.attrs['variable']}', but an ONNX "
+        "model keeps no state between runs (persistent tensors that are only read are written "
+        "as initializers)"
+    )
+
+
+def _check(scope: Scope, node: Node) -> None:
+    # ONNX has no assertion: the values pass through (docs/network.md says what that drops)
+    for value, out in zip(node.inputs[1:], node.outputs, strict=True):
+        scope.node("Identity", [scope.file.ref(value)], [scope.file.names[out]])
+
+
+def _non_max_suppression(scope: Scope, node: Node) -> None:
+    # The core op's defaults are ONNX's op; generic() refuses the other attributes' values.
+    if len(node.inputs) > 5 and node.inputs[5] is not None:
+        raise FormatError(
+            f"{describe(node)}: Soft-NMS (input #5, soft_nms_sigma) has no ONNX equivalent"
+        )
+    results = set(scope.graph.outputs)
+    read = [j for j, v in enumerate(node.outputs[1:], 1) if v.uses or v in results]
+    if read:
+        raise FormatError(
+            f"{describe(node)}: ONNX's NonMaxSuppression gives the selected indices only; "
+            f"output(s) {read} (selected scores, count) are read"
+        )
+    generic(scope, node, written=1)
+
+
+OP_WRITERS: dict[str, NodeWriter] = {
+    "Constant": _constant,
+    "NonMaxSuppression": _non_max_suppression,
+    "ReadVariable": _read_variable,
+    "Assign": _assign,
+    "Check": _check,
+}
+"""The ops not written by ``generic``, bar Loop and If (write_control.py)."""

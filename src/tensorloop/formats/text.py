@@ -1,0 +1,34 @@
+"""The text IR as a file format: ``.tl`` (and ``.tlir``) files read and written for ``tl.load``
+and ``tl.save`` (the printer and parser themselves are ``ir/printer.py`` and ``ir/parser.py``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParseError, TensorloopError
+from ..ir.parser import parse_graph
+from ..ir.printer import print_graph
+from ..model import Model
+
+SUFFIXES = (".tl", ".tlir")
+
+
+def load_file(path: str | os.PathLike[str], **options: Any) -> Model:
+    """The model of a text IR file, verified as any ``Model`` is; errors name the file."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise ParseError(
+            f"{path}: line {line}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
+    try:
+        return Model(parse_graph(text), **options)
+    except TensorloopError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+
+
+def save_file(model: Model, path: str | os.PathLike[str]) -> None:
+    Path(path).write_text(print_graph(model.graph) + "\n", encoding="utf-8")
