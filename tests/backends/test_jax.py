@@ -5,6 +5,7 @@ every model of this file on the reference and compiled backends as well and comp
 
 from __future__ import annotations
 
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -21,7 +22,7 @@ from loop_models import reference as docstring_model
 from tensorloop import Graph, Stacked
 from tensorloop.backends import auto
 from tensorloop.backends.base import get_backend
-from tensorloop.errors import ExecutionError, LoopLimitError
+from tensorloop.errors import ExecutionError, FallbackWarning, LoopLimitError
 from tensorloop.ir.emit import Emitter
 from tensorloop.ir.loop import ITERATION_TYPE
 
@@ -223,7 +224,10 @@ def test_random_loops_on_jax_match_the_docstring_model(spec: LoopSpec) -> None:
     try:
         want, _ = docstring_model(spec, inputs)
     except LimitReachedError:
-        with pytest.raises(LoopLimitError, match="random_loop"):
+        # a scan with more trips than the limit hands its island to the compiled backend,
+        # which stops where the reference stops (a planned handoff)
+        with warnings.catch_warnings(), pytest.raises(LoopLimitError, match="random_loop"):
+            warnings.simplefilter("ignore", FallbackWarning)
             model.run(inputs, backend="jax")
         return
     got = model.run(inputs, backend="jax")
@@ -470,7 +474,7 @@ def test_on_a_gpu_the_whole_loop_runs_on_the_device() -> None:
     assert_same_outputs(got, want, "jax vs reference (gpu)")
 
 
-# -- a while loop over an empty source --------------------------------------------------------------
+# -- a while loop over an empty source -------------------------------------------------------
 EMPTY_SOURCE = """\
 graph @main(%xs: f32[0,ELEM], %acc0: f32[ELEM], %m: i64[], %go: bool[0]) {
   %acc, %after, %before = Loop(max_trip_count=%m, carried=[%acc0], sliced=[%xs, %go]) {body = graph @body(%i: i64[], %a: f32[ELEM], %x: f32[ELEM], %g: bool[]) {

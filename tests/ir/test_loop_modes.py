@@ -320,3 +320,59 @@ def test_bounded_by_shortest_source_and_trip_count(trip: int | None, expected_tr
     want = [av[:, 4 - k] - bv[k] for k in range(expected_trips)]
     np.testing.assert_array_equal(diffs, np.array(want).reshape(expected_trips, 2))
     assert g.outputs[0].type.accepts(its)
+
+
+# --------------------------------------------------------------------------------------------
+# what a slice is: an array of its own, every backend alike
+# --------------------------------------------------------------------------------------------
+STRING_ROWS = """\
+graph @main(%xs: str[3]) {
+  %ys = Loop(sliced=[%xs]) {body = graph @body(%i: i64[], %x: str[]) {
+    %t = Constant() {value = dense<bool[]>[true]} : bool[]
+    %y = Cast(%x) {to = i64} : i64[]
+    return %t, %y
+  }, sliced = [Sliced(axis=0, reverse=REVERSE)], stacked = [Stacked(axis=0, reverse=false)]} : i64[3]
+  return %ys
+}"""  # noqa: E501
+
+
+@pytest.mark.parametrize("reverse", ["false", "true"])
+def test_a_slice_of_a_rank_1_string_tensor_is_a_string_tensor(reverse: str) -> None:
+    # Each row of str[3] is a str[] tensor (a 0-d object array), not the Python str that
+    # indexing gives: Cast read it as an unsupported "<U1" array. conftest compares every run
+    # on every backend.
+    from tensorloop.ir.parser import parse_graph
+    from tensorloop.tensor.dtypes import string_array
+
+    model = tl.Model(parse_graph(STRING_ROWS.replace("REVERSE", reverse)))
+    got = model.run({"xs": string_array(["1", "20", "-3"], (3,))})["ys"]
+    want = np.array([1, 20, -3] if reverse == "false" else [-3, 20, 1], np.int64)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.int64
+    with pytest.raises(tl.ExecutionError, match="Cast: cannot read 'abc' as a number"):
+        model.run({"xs": string_array(["1", "abc", "2"], (3,))})
+
+
+def test_rows_of_a_source_sliced_on_a_later_axis_multiply_as_the_reference() -> None:
+    # A row of xs[:, t] lies strided in memory; NumPy's MatMul rounds a strided vector
+    # differently (another BLAS kernel), so every backend hands the body the reference's
+    # C-contiguous row. conftest compares the compiled backend with the reference bit for bit.
+    from tensorloop.ir.parser import parse_graph
+
+    text = """\
+graph @main(%xs: f32[256,8], %w: f32[256,300]) {
+  %ys = Loop(sliced=[%xs], invariants=[%w]) {body = graph @body(%i: i64[], %x: f32[256], %wb: f32[256,300]) {
+    %t = Constant() {value = dense<bool[]>[true]} : bool[]
+    %y = MatMul(%x, %wb) : f32[300]
+    return %t, %y
+  }, sliced = [Sliced(axis=1, reverse=false)], stacked = [Stacked(axis=0, reverse=false)]} : f32[8,300]
+  return %ys
+}"""  # noqa: E501
+    rng = np.random.default_rng(0)  # positive values of order one: sums that do not cancel
+    feed = {
+        "xs": rng.uniform(0.5, 1.5, (256, 8)).astype(np.float32),
+        "w": rng.uniform(0.5, 1.5, (256, 300)).astype(np.float32),
+    }
+    ys = tl.Model(parse_graph(text)).run(feed)["ys"]
+    want = np.stack([np.ascontiguousarray(feed["xs"][:, t]) @ feed["w"] for t in range(8)])
+    np.testing.assert_array_equal(ys, want)

@@ -166,7 +166,7 @@ def test_carried_shape_grows(n: int) -> None:
     assert str(g.outputs[0].type) == "f64[?]"
 
 
-@pytest.mark.handoff('a stacked result changing shape deoptimises')
+@pytest.mark.handoff("a stacked result changing shape deoptimises")
 def test_per_iteration_result_changing_shape_is_an_execution_error() -> None:
     g = _growing(stack_it=True)
     with pytest.raises(ExecutionError, match=r"Loop 'grow'.*changes shape"):

@@ -285,3 +285,31 @@ def test_merge_leaves_a_split_of_an_axis_known_only_at_run_time() -> None:
         assert_pass_keeps_results(merge_split_elementwise, g, {"x": np.ones(n, np.float32)})
     assert not merge_split_elementwise(parse_graph(text)).changed
     assert merge_split_elementwise(parse_graph(text.replace("f32[?]", "f32[5]"))).changed
+
+
+def test_merge_leaves_a_piece_whose_result_a_matmul_reads() -> None:
+    # Pieces of axis 1 of [64, 8]: merged, each piece's Sigmoid would be a view with gaps
+    # between its rows, and a vector-matrix product over such a view takes another BLAS kernel
+    # (it rounded differently in most of these draws). %sa stays on its own; the pieces only
+    # returned merge.
+    text = textwrap.dedent(
+        """\
+        graph @main(%g: f32[64,8], %x: f32[64]) {
+          %a, %b, %c, %d = Split(%g) {axis = 1, num_outputs = 4} : f32[64,2], f32[64,2], f32[64,2], f32[64,2]
+          %sa = Sigmoid(%a) : f32[64,2]
+          %sb = Sigmoid(%b) : f32[64,2]
+          %sc = Sigmoid(%c) : f32[64,2]
+          %sd = Sigmoid(%d) : f32[64,2]
+          %y = MatMul(%x, %sa) : f32[2]
+          return %y, %sb, %sc, %sd
+        }"""  # noqa: E501
+    )
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        feed = {
+            "g": rng.standard_normal((64, 8)).astype(np.float32),
+            "x": rng.standard_normal(64).astype(np.float32),
+        }
+        after = assert_pass_keeps_results(merge_split_elementwise, parse_graph(text), feed)
+    assert print_graph(after).count("Sigmoid(") == 2
+    assert "%sa = Sigmoid(%a)" in print_graph(after)

@@ -23,6 +23,11 @@ class EliminateCommonSubexpressions(Pass):
     output and its twin are both results of the graph (merging them would only trade a node
     for an Identity). Each body is its own scope: a body node merges only with nodes of the
     same body.
+
+    Exact, errors included: a merged node's readers get the very arrays its twin computed from
+    the same inputs (layout and all), and where a merged node would have failed, its twin,
+    earlier in the same graph and on the same inputs, fails first, on the reference as on the
+    unrewritten graph.
     """
 
     name = "eliminate_common_subexpressions"

@@ -82,8 +82,13 @@ def fold_node(node: Node, evaluator: Evaluator = evaluate) -> list[Value] | None
     em = Emitter(graph, anchor=node)
     consts: list[Value] = []
     for out, data in zip(node.outputs, values, strict=True):
-        data = np.array(data, copy=True)
-        data.setflags(write=False)
+        # The kernel's own array, laid out in memory as running the node lays it out (a view
+        # of a constant stays that view, its strides reversed, strided or broadcast as they
+        # are): NumPy's MatMul rounds by layout, so a copy (strides made dense and positive)
+        # could change the bits of what reads it. Read-only, as every constant; its inputs
+        # were constants, read-only, so a view of them is.
+        if data.flags.writeable:
+            data.setflags(write=False)
         const = em.op("Constant", [], {"value": data})
         graph.replace(out, const)  # the constant takes the output's name, results keep theirs
         consts.append(const)
@@ -93,7 +98,14 @@ def fold_node(node: Node, evaluator: Evaluator = evaluate) -> list[Value] | None
 
 class FoldConstants(Pass):
     """Evaluate every node whose inputs are constants (and Shape/Size of static shapes) with
-    ``evaluator`` (the reference kernels unless another is given)."""
+    ``evaluator`` (the reference kernels unless another is given).
+
+    Exact by construction with the reference kernels: a folded node's constant is the array
+    the kernel gives on the same inputs, bit for bit and laid out in memory the same way (see
+    ``fold_node``). A node whose evaluation fails is left to fail at run time, with the run's
+    inputs and in the reference's order. Folding runs nodes the reference may never run (in an
+    If branch not taken, a loop body that runs zero times): that changes nothing, as a node
+    that succeeds is only replaced by its value and one that fails is left as it was."""
 
     name = "fold_constants"
 

@@ -34,9 +34,9 @@ class HoistLoopInvariants(Pass):
     operands are constants, its indices in range, and no Cast that may fail or differ by
     platform: from strings, a string that is no number fails; from floats to integers). Even a
     loop certain to run does not let a failing op move: the reference might stop first (the
-    iteration limit, an earlier node's error) and report that instead. Results are bit for bit the loop's: a moved node
-    computes the same op on the same values. Nested bodies are hoisted first, so work can leave
-    several loops.
+    iteration limit, an earlier node's error) and report that instead. Results are bit for bit
+    the loop's: a moved node computes the same op on the same values. Nested bodies are hoisted
+    first, so work can leave several loops.
     """
 
     name = "hoist_loop_invariants"

@@ -24,9 +24,11 @@ ELEMENTWISE = frozenset(
 MAX_BATCHED_BYTES = 256 << 20
 """The largest result a batched node may have: batching holds the work of a whole sequence in
 memory at once. It pays most where a slice's own work is small (an RNN with batch 1 to 16: one
-GEMM instead of hundreds of tiny ones) and still some at batch 64 (the LSTM benchmark at
-T=64, B=64, 4H=4096: 14 % faster for 64 MB); past this size a long sequence would hold
-gigabytes, so the work stays a slice at a time."""
+NumPy call over the sequence instead of hundreds of tiny ones, interpreted one by one). A
+batched MatMul makes the loop's own BLAS calls (one per row, for exact results), so where each
+is large the gain is small (the 14 % once measured on the LSTM benchmark at T=64, B=64,
+4H=4096, for 64 MB, was that of one GEMM over the sequence, which rounds differently); past
+this size a long sequence would hold gigabytes, so the work stays a slice at a time."""
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,8 @@ class HoistSlicedWork(Pass):
     one row value (a slice parameter of a source of static shape; ``Gather(v, iteration, axis)``
     of an invariant ``v`` of static shape when the loop's trip bound is a constant no larger
     than ``v``'s length on ``axis``, the way ONNX exporters write ``X[t]``; or the result of a
-    batched node) and otherwise only invariant parameters and body Constants (copied in front of the
-    Loop), and is one of:
+    batched node) and otherwise only invariant parameters and body Constants (copied in front of
+    the Loop), and is one of:
 
     * an elementwise op in ``ELEMENTWISE``, or a ``Cast``, that cannot fail
       (``base.cannot_fail``: static shapes, and no Cast from strings, which may fail to parse,
@@ -76,13 +78,14 @@ class HoistSlicedWork(Pass):
     shapes and strides: one GEMM over the sequence (``X @ W``) would sum in another order and
     round differently, and so would NumPy over rows of another layout (a row strided, reversed
     or broadcast is handled by other BLAS kernels, or by NumPy's own loop). In the loop each row
-    is a C-contiguous array (the reference's Loop copies each slice out; a batched elementwise
-    op over C-contiguous rows gives one too), so the batch is made C-contiguous first, by a
-    Gather of every index (a copy in row order, whatever the source's layout), and its rows
-    multiplied as a stack: ``Squeeze(MatMul(Unsqueeze(Gather(X, 0..n-1), 1), W), 1)`` for
-    vectors (a stack of 1-row matrices, each a vector-matrix product as the loop's 1-D row
-    gives), ``MatMul(Gather(X, 0..n-1, a), W)`` for a batch dim (a stack of the loop's
-    matrix products). Results then differ from the loop's in nothing but where the rows lie
+    is a C-contiguous array (the reference's Loop copies each slice out C-contiguous, and an
+    elementwise op over such rows gives a C-contiguous result), so the batch is made
+    C-contiguous first, by a Gather of every index (a copy in row order, whatever the source's
+    layout), and its rows multiplied as a stack:
+    ``Squeeze(MatMul(Unsqueeze(Gather(X, 0..n-1), 1), W), 1)`` for vectors (a stack of 1-row
+    matrices, each a vector-matrix product as the loop's 1-D row gives),
+    ``MatMul(Gather(X, 0..n-1, a), W)`` for a batch dim (a stack of the loop's matrix
+    products). Results then differ from the loop's in nothing but where the rows lie
     in memory, which BLAS kernels do not round by (checked over many shapes, float16 to
     float64, in tests/passes/test_hoist_sliced.py). The gain is the interpreter's per-row
     work, not a faster kernel. A node whose batched result would exceed ``MAX_BATCHED_BYTES``
@@ -246,8 +249,9 @@ def _batch(graph: Graph, loop: Loop) -> bool:
                 copied.append(v.producer)
                 graph.insert_before(loop.node, copy_node(v.producer, outer))
         inputs = [None if v is None else outer[v] for v in node.inputs]
-        if node.op == "MatMul":
-            outer[node.outputs[0]] = _batched_matmul(em, node, inputs, rows[node.inputs[0]])
+        x = node.inputs[0]
+        if node.op == "MatMul" and x is not None:
+            outer[node.outputs[0]] = _batched_matmul(em, node, inputs, rows[x])
             continue
         new = em.node(
             node.op,

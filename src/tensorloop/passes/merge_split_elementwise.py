@@ -21,6 +21,14 @@ UNARY = frozenset(
 """Ops that map each element to one element on their own: applied to a piece of a tensor, they
 give exactly that piece of the op applied to the whole."""
 
+EXACT_READERS = frozenset(
+    {"Add", "Sub", "Mul", "Div", "Max", "Min", "Neg", "Abs", "Relu", "Where", "Not"}
+    | {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"}
+)
+"""Elementwise ops each of whose results is one IEEE operation (or a choice) on the elements at
+its place: the same bits whatever the memory layout of their operands, and a result laid out
+row-major as theirs are."""
+
 
 class MergeSplitElementwise(Pass):
     """Where neighbouring pieces of one tensor each feed only the same unary elementwise op
@@ -31,10 +39,16 @@ class MergeSplitElementwise(Pass):
     ranges meet end to start (in any order in the graph). Each element is computed by the same
     op on the same value, so results are identical bit for bit (checked for every op in
     ``UNARY``, float16 to float64, pieces contiguous or strided, in
-    tests/passes/test_merge_split_elementwise.py); only the number of op calls falls. No node
-    the pass adds or removes can fail: the ops in ``UNARY`` cannot on the types they accept
-    (IEEE faults give inf or NaN), and the Splits and Slices cut axes of static size, as the
-    pieces did. Bodies are rewritten too."""
+    tests/passes/test_merge_split_elementwise.py); only the number of op calls falls.
+
+    Each piece's result becomes a view of the merged result rather than an array of its own:
+    one with gaps between its rows where the pieces cut an axis after one of more than one
+    element. What reads it may round by layout (NumPy's MatMul takes other BLAS kernels for
+    other strides), so such pieces merge only where their results are read by
+    ``EXACT_READERS`` alone (and are no body's results, which go on to unknown readers). No
+    node the pass adds or removes can fail: the ops in ``UNARY`` cannot on the types they
+    accept (IEEE faults give inf or NaN), and the Splits and Slices cut axes of static size, as
+    the pieces did. Bodies are rewritten too."""
 
     name = "merge_split_elementwise"
 
@@ -42,10 +56,10 @@ class MergeSplitElementwise(Pass):
         changed = False
         for g, node in list(graph.walk()):
             if node.op == "Split" and node.graph is g:
-                changed |= _merge(g, node)
+                changed |= _merge(g, node, g is graph)
         for g in [graph, *(sub for _, n in graph.walk() for sub in n.subgraphs.values())]:
             for value in list(g.values()):
-                changed |= _merge_slices(g, value)
+                changed |= _merge_slices(g, value, g is graph)
         return PassResult(graph, changed)
 
 
@@ -73,23 +87,40 @@ def _sizes(node: Node) -> tuple[int, list[int]] | None:
     return (axis, sizes) if t.shape[axis] == sum(sizes) else None
 
 
-def _consumer_key(graph: Graph, value: Value) -> Hashable | None:
-    """The key of the one unary op that alone reads ``value``, or None."""
+def _consumer_key(graph: Graph, value: Value, axis: int, top: bool) -> Hashable | None:
+    """The key of the one unary op that alone reads ``value`` (a piece cut on ``axis`` of a
+    value of ``graph``, the top-level graph if ``top``), whose result its readers may as well
+    read as a view of the merged result; or None."""
     if value in graph.outputs or len(value.uses) != 1:
         return None
     user = value.uses[0].node
     if user.op not in UNARY or len(user.inputs) != 1 or len(user.outputs) != 1:
         return None
+    if not _read_alike(graph, value, user.outputs[0], axis, top):
+        return None
     key = node_key(user)
     return None if not isinstance(key, tuple) else (user.op, key[2])  # op and attributes
 
 
-def _merge(graph: Graph, split: Node) -> bool:
+def _read_alike(graph: Graph, piece: Value, result: Value, axis: int, top: bool) -> bool:
+    """Whether what reads ``result`` (the unary op's result on ``piece``) gets the same bits
+    from a view of the merged result: the view is C-contiguous as the result was (no dim before
+    ``axis`` above 1), or it is read by ``EXACT_READERS`` alone and, but at the top level, is
+    no result of its graph."""
+    t = piece.type
+    if isinstance(t, TensorType) and t.shape is not None and all(d == 1 for d in t.shape[:axis]):
+        return True
+    if result in graph.outputs and not top:
+        return False
+    return all(u.node.op in EXACT_READERS and not u.node.subgraphs for u in result.uses)
+
+
+def _merge(graph: Graph, split: Node, top: bool) -> bool:
     found = _sizes(split)
     if found is None or split.inputs[0] is None:
         return False
     axis, sizes = found
-    keys = [_consumer_key(graph, out) for out in split.outputs]
+    keys = [_consumer_key(graph, out, axis, top) for out in split.outputs]
     runs: list[list[int]] = []  # groups of neighbouring output indices
     for k, key in enumerate(keys):
         if runs and key is not None and keys[runs[-1][-1]] == key:
@@ -122,18 +153,14 @@ def _merge(graph: Graph, split: Node) -> bool:
     return True
 
 
-def _slice_range(graph: Graph, node: Node) -> tuple[int, int, int] | None:
-    """(axis, start, end) of a Slice with constant bounds and step 1 that takes part of one axis
-    of static size (and the whole of any other axis it lists), whose output feeds one unary op
-    alone; else None."""
+def _slice_range(graph: Graph, node: Node, top: bool) -> tuple[int, int, int, Hashable] | None:
+    """(axis, start, end, key) of a Slice with constant bounds and step 1 that takes part of one
+    axis of static size (and the whole of any other axis it lists), whose output feeds one unary
+    op alone (``_consumer_key``); else None."""
     if node.op != "Slice" or len(node.inputs) < 3 or node.inputs[0] is None:
         return None
     t = node.inputs[0].type
-    if (
-        not isinstance(t, TensorType)
-        or t.shape is None
-        or _consumer_key(graph, node.outputs[0]) is None
-    ):
+    if not isinstance(t, TensorType) or t.shape is None:
         return None
     starts, ends = constant_ints(node.inputs[1]), constant_ints(node.inputs[2])
     if starts is None or ends is None or len(starts) != len(ends):
@@ -155,19 +182,21 @@ def _slice_range(graph: Graph, node: Node) -> tuple[int, int, int] | None:
             return None
         if (lo, hi) != (0, dim):
             partial.append((axis, lo, hi))
-    return partial[0] if len(partial) == 1 else None
+    if len(partial) != 1:
+        return None
+    axis, lo, hi = partial[0]
+    key = _consumer_key(graph, node.outputs[0], axis, top)
+    return None if key is None else (axis, lo, hi, key)
 
 
-def _merge_slices(graph: Graph, value: Value) -> bool:
+def _merge_slices(graph: Graph, value: Value, top: bool) -> bool:
     groups: dict[tuple[int, Hashable], list[tuple[int, int, Node]]] = {}
     for use in value.uses:
         node = use.node
-        found = _slice_range(graph, node) if use.port == 0 and node.graph is graph else None
+        found = _slice_range(graph, node, top) if use.port == 0 and node.graph is graph else None
         if found is not None:
-            axis, lo, hi = found
-            groups.setdefault((axis, _consumer_key(graph, node.outputs[0])), []).append(
-                (lo, hi, node)
-            )
+            axis, lo, hi, key = found
+            groups.setdefault((axis, key), []).append((lo, hi, node))
     changed = False
     for (axis, _), pieces in groups.items():
         pieces.sort(key=lambda p: (p[0], p[1]))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..ir.graph import Node
+from . import kernels  # noqa: F401  (registers the built-in kernels)
 from .interpreter import Interpreter
 from .registry import BodyRunner, Kernel, KernelContext, get_kernel, kernel, kernel_ops
 from .runtime import LoopObserver, RunState, coerce_inputs

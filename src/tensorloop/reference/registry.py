@@ -35,8 +35,6 @@ def kernel(*ops: str) -> Callable[[Kernel], Kernel]:
 
 
 def get_kernel(op: str) -> Kernel:
-    from . import kernels  # noqa: F401  (registers the built-in kernels)
-
     try:
         return _KERNELS[op]
     except KeyError:
@@ -44,8 +42,6 @@ def get_kernel(op: str) -> Kernel:
 
 
 def kernel_ops() -> list[str]:
-    from . import kernels  # noqa: F401
-
     return sorted(_KERNELS)
 
 

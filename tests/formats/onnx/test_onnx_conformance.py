@@ -33,6 +33,20 @@ def _expected_failures() -> dict[str, str]:
 
 EXPECTED_FAILURES = _expected_failures()
 CASES = node_test_cases()
+HANDOFFS = {"test_training_dropout": "a training flag known at run time: jax deopts Dropout"}
+"""Cases (by name prefix) where a backend hands nodes on by design (conftest's law)."""
+PARAMS = [
+    pytest.param(
+        c,
+        id=str(c.name),
+        marks=[
+            pytest.mark.handoff(why)
+            for prefix, why in HANDOFFS.items()
+            if str(c.name).startswith(prefix)
+        ],
+    )
+    for c in CASES
+]
 
 
 def test_the_backend_api() -> None:
@@ -52,7 +66,7 @@ def test_no_subgraph_case_is_expected_to_fail() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("case", CASES, ids=[str(c.name) for c in CASES])
+@pytest.mark.parametrize("case", PARAMS)
 def test_node_case(case: object) -> None:
     name = str(case.name)  # type: ignore[attr-defined]
     if name in EXPECTED_FAILURES:

@@ -505,6 +505,7 @@ def test_random_layers_match_onnxruntime(
     _compare(kind, inputs, attrs)
 
 
+@pytest.mark.handoff("a mask of unknown rank: the compiled plan leaves its loop to the reference")
 def test_inputs_of_unknown_rank() -> None:
     inputs = _layer("LSTM", direction="bidirectional", lengths=[2, 5, 0, 4], initial=False)
     dims: dict[str, Any] = {n: None for n in ("X", "W", "R", "B", "sequence_lens")}

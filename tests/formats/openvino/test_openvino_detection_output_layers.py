@@ -13,9 +13,12 @@ ov = pytest.importorskip("openvino")
 
 from openvino import opset1, opset8, opset9  # noqa: E402
 from openvino_layer_checks import (  # noqa: E402
+    Array,
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     compile_cpu,
     edit_ir,
+    ph,
     save_ir,
     written_runs_alike,
 )
@@ -23,17 +26,6 @@ from openvino_layer_checks import (  # noqa: E402
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
 
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Array) -> Any:
-    return tl.placeholder(like.dtype, like.shape, name=name)
-
-
-Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(11)
 VARIANCE = [0.1, 0.1, 0.2, 0.2]
 
@@ -316,7 +308,7 @@ def test_writer_detection_output(code_type: str, tmp_path: Path) -> None:
         "normalized": 1,
         "clip_after_nms": 1,
     }
-    args = [_ph("loc", loc), _ph("conf", conf), _ph("priors", priors)]
+    args = [ph("loc", loc), ph("conf", conf), ph("priors", priors)]
     y = emit("DetectionOutput", args, attrs)
     feeds = {"loc": loc, "conf": conf, "priors": priors}
     written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
@@ -338,7 +330,7 @@ def test_writer_generate_proposals(tmp_path: Path) -> None:
         "post_nms_count": 8,
         "normalized": 0,
     }
-    args = [_ph("info", info), _ph("anchors", anchors), _ph("deltas", deltas), _ph("s", scores)]
+    args = [ph("info", info), ph("anchors", anchors), ph("deltas", deltas), ph("s", scores)]
     rois, probs, counts = emit_node("GenerateProposals", args, attrs)
     feeds = {"info": info, "anchors": anchors, "deltas": deltas, "s": scores}
     model = tl.Model({"rois": rois, "probs": probs, "counts": counts})

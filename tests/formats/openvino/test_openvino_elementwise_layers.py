@@ -26,36 +26,23 @@ from openvino import (  # noqa: E402
     opset16,
 )
 from openvino_layer_checks import (  # noqa: E402
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     compile_cpu,
     const,
     edit_ir,
+    ph,
     rand_f32,
     record_layer_types,
     save_ir,
+    uniform_f32,
     written_runs_alike,
 )
 
 import tensorloop as tl  # noqa: E402
-from backend_agreement import assert_same_value  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
 
-Array = np.ndarray[Any, Any]
-
 RNG = np.random.default_rng(13)
-
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Array, shape: tuple[int | str, ...] | None = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
-
-def _uniform(lo: float, hi: float, *shape: int) -> Array:
-    return RNG.uniform(lo, hi, shape).astype(np.float32)
 
 
 # -- elementwise ----------------------------------------------------------------------------------
@@ -271,11 +258,11 @@ WRITTEN_UNARY: dict[str, tuple[str, dict[str, Any], tuple[float, float]]] = {
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_function_and_activation_layers(name: str, shape: tuple[int, ...], tmp_path: Path) -> None:
     build, (lo, hi) = UNARY[name]
-    check(build, _uniform(lo, hi, *shape), tmp_path=tmp_path, rtol=2e-5, atol=2e-6)
+    check(build, uniform_f32(lo, hi, *shape, rng=RNG), tmp_path=tmp_path, rtol=2e-5, atol=2e-6)
 
 
 def test_unary_layers_on_unknown_shapes(tmp_path: Path) -> None:
-    x = _uniform(-0.9, 0.9, 3, 4)
+    x = uniform_f32(-0.9, 0.9, 3, 4, rng=RNG)
     check(
         lambda p: [opset1.sin(p), opset4.atanh(p), opset4.mish(p), opset7.gelu(p, "tanh")],
         x,
@@ -304,7 +291,9 @@ def test_rounding_layers_on_integers_are_the_identity(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["half_to_even", "half_away_from_zero"])
 def test_round_modes(mode: str, tmp_path: Path) -> None:
     halves = np.array([-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.0], np.float32)
-    x = np.concatenate([halves, _uniform(-9, 9, 11), np.array([1e7 + 1, -8388609.0], np.float32)])
+    x = np.concatenate(
+        [halves, uniform_f32(-9, 9, 11, rng=RNG), np.array([1e7 + 1, -8388609.0], np.float32)]
+    )
     check(lambda p: opset5.round(p, mode), x, tmp_path=tmp_path)
 
 
@@ -316,13 +305,14 @@ def test_float_only_layer_on_integers_is_a_format_error(tmp_path: Path) -> None:
 
 
 def test_swish_with_a_computed_beta(tmp_path: Path) -> None:
-    x = _uniform(-4, 4, 2, 6)
+    x = uniform_f32(-4, 4, 2, 6, rng=RNG)
     check(opset4.swish, x, np.array(0.4, np.float32), tmp_path=tmp_path, rtol=2e-5, atol=2e-6)
 
 
 def test_selu_and_hard_sigmoid_with_computed_parameters(tmp_path: Path) -> None:
     # The CPU plugin runs them with constant parameters only: compare with NumPy.
-    x, a, b = _uniform(-5, 5, 3, 4), np.array(0.3, np.float32), np.array([1.2], np.float32)
+    x = uniform_f32(-5, 5, 3, 4, rng=RNG)
+    a, b = np.array(0.3, np.float32), np.array([1.2], np.float32)
     params = [
         opset16.parameter(v.shape, np.float32, name=n)
         for n, v in zip("xab", (x, a, b), strict=True)
@@ -421,18 +411,18 @@ def test_is_inf_is_nan_is_finite(neg: bool, pos: bool, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(WRITTEN_UNARY))
 def test_writer_unary_ops(name: str, tmp_path: Path) -> None:
     op, attrs, (lo, hi) = WRITTEN_UNARY[name]
-    x = _uniform(lo, hi, 3, 5)
+    x = uniform_f32(lo, hi, 3, 5, rng=RNG)
     if op == "Round":
         x[0, :4] = [-2.5, -0.5, 0.5, 1.5]
-    p, q = _ph("x", x), _ph("y", x, ("N", 5))
+    p, q = ph("x", x), ph("y", x, ("N", 5))
     outs = {"static": emit(op, [p], attrs), "dynamic": emit(op, [q], attrs)}
     written_runs_alike(tl.Model(outs), {"x": x, "y": x}, tmp_path, rtol=2e-5)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_half_precision(tmp_path: Path) -> None:
-    x = _uniform(-3, 3, 4, 5).astype(np.float16)
-    p = _ph("x", x)
+    x = uniform_f32(-3, 3, 4, 5, rng=RNG).astype(np.float16)
+    p = ph("x", x)
     outs = {
         "selu": emit("Selu", [p]),
         "hard_sigmoid": emit("HardSigmoid", [p]),
@@ -449,7 +439,7 @@ def test_writer_half_precision(tmp_path: Path) -> None:
 def test_writer_predicates_and_integer_sign(tmp_path: Path) -> None:
     x = np.array([[np.inf, -np.inf, 1.0], [np.nan, 0.0, -3e38]], np.float32)
     i = np.array([[-4, 0, 9]], np.int32)
-    p, q = _ph("x", x), _ph("i", i)
+    p, q = ph("x", x), ph("i", i)
     outs = {"nan": emit("IsNaN", [p]), "sign": emit("Sign", [q])}
     for neg in (0, 1):
         for pos in (0, 1):
@@ -474,7 +464,7 @@ def test_writer_prelu(
 ) -> None:
     x = rand_f32(*x_shape)
     slope = RNG.uniform(0.05, 0.9, slope_shape).astype(np.float32)
-    p, s = _ph("x", x), _ph("s", slope)
+    p, s = ph("x", x), ph("s", slope)
     outs = {"const": emit("PRelu", [p, tl.constant(slope)]), "param": emit("PRelu", [p, s])}
     written_runs_alike(tl.Model(outs), {"x": x, "s": slope}, tmp_path)
 
@@ -486,7 +476,7 @@ def test_writer_mod(dtype: Any, tmp_path: Path) -> None:
     b = np.array([3, 3, -3, -3, 2, -5], dtype)
     if dtype is np.float32:
         a, b = a + np.float32(0.25), b * np.float32(1.5)
-    p, q = _ph("a", a), _ph("b", b)
+    p, q = ph("a", a), ph("b", b)
     outs = {f"mod{f}": emit("Mod", [p, q], {"fmod": f}) for f in (0, 1)}
     written_runs_alike(tl.Model(outs), {"a": a, "b": b}, tmp_path, atol=1e-5)
 
@@ -496,7 +486,7 @@ def test_writer_mod(dtype: Any, tmp_path: Path) -> None:
 def test_writer_bitwise(dtype: Any, tmp_path: Path) -> None:
     a = np.array([[5, 12, 0, 127], [3, 64, 9, 100]], dtype)
     b = np.array([3, 10, 255 if dtype is np.uint8 else -1, 6], dtype)
-    p, q = _ph("a", a), _ph("b", b)
+    p, q = ph("a", a), ph("b", b)
     outs = {op: emit(op, [p, q]) for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor")}
     outs["not"] = emit("BitwiseNot", [p])
     written_runs_alike(tl.Model(outs), {"a": a, "b": b}, tmp_path)
@@ -512,7 +502,7 @@ def test_writer_bit_shift(dtype: Any, tmp_path: Path) -> None:
     in_range = np.array([0, 1, 3, bits - 1], dtype)
     # Run-time counts, some out of range: they shift everything out.
     counts = np.array([[2, bits, bits + 3, 1], [bits - 1, 0, bits * 2, 5]], dtype)
-    p, q = _ph("a", a), _ph("b", counts)
+    p, q = ph("a", a), ph("b", counts)
     outs: dict[str, Any] = {}
     for d in ("LEFT", "RIGHT"):
         outs[f"const_{d}"] = emit("BitShift", [p, tl.constant(in_range)], {"direction": d})
@@ -524,7 +514,7 @@ def test_writer_bit_shift(dtype: Any, tmp_path: Path) -> None:
 def test_writer_sum_mean_and_clip(tmp_path: Path) -> None:
     x, y, z = rand_f32(2, 3), rand_f32(3), rand_f32(1, 3)
     i = np.array([[-5, 0, 7], [3, 12, -1]], np.int32)
-    p, q, r, k = _ph("x", x), _ph("y", y), _ph("z", z), _ph("i", i)
+    p, q, r, k = ph("x", x), ph("y", y), ph("z", z), ph("i", i)
     lo, hi = tl.constant(np.float32(-0.5)), tl.constant(np.array([0.7], np.float32))
     outs = {
         "sum1": emit("Sum", [p]),
@@ -544,14 +534,14 @@ def test_writer_sum_mean_and_clip(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_refuses_what_it_cannot_write(tmp_path: Path) -> None:
     i = np.array([[3, 4]], np.int32)
-    outs = {"shrink": emit("Shrink", [_ph("i", i)])}
+    outs = {"shrink": emit("Shrink", [ph("i", i)])}
     with pytest.raises(tl.FormatError, match="OpenVINO has no Shrink for int32"):
         tl.save(tl.Model(outs), tmp_path / "w.xml")
 
 
 def test_read_write_read_round_trip(tmp_path: Path) -> None:
     """OpenVINO's layers, read, written back and run by OpenVINO again, give the same."""
-    x = _uniform(-0.9, 0.9, 2, 3, 4)
+    x = uniform_f32(-0.9, 0.9, 2, 3, 4, rng=RNG)
     i = np.array([[7, -7, 5, 12], [-9, 4, 1, 3]], np.int32)
     px, pi = (
         opset16.parameter(x.shape, np.float32, name="x"),
@@ -579,4 +569,4 @@ def test_read_write_read_round_trip(tmp_path: Path) -> None:
         np.testing.assert_allclose(np.asarray(second[port]), first[name], rtol=2e-5, atol=2e-6)
     again = tl.load(tmp_path / "again.xml").run(feeds)
     for name, value in first.items():
-        assert_same_value(again[name], value, f"re-read {name}")
+        np.testing.assert_allclose(again[name], value, rtol=2e-5, atol=2e-6)

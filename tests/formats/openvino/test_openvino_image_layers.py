@@ -14,32 +14,21 @@ ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
 from openvino import opset1, opset3, opset8, opset9, opset10, opset11, opset15  # noqa: E402
-from openvino_layer_checks import check, const, rand_f32, written_runs_alike  # noqa: E402
+from openvino_layer_checks import (  # noqa: E402
+    _fresh_builder,  # noqa: F401 (a fixture)
+    check,
+    const,
+    ph,
+    rand_f32,
+    tl_const,
+    written_runs_alike,
+)
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
 from tensorloop.errors import FormatError  # noqa: E402
 
-Array = np.ndarray[Any, Any]
-
 RNG = np.random.default_rng(7)
-
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Array, shape: tuple[int | str, ...] | None = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
-
-def _rand(*shape: int) -> Array:
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-def _ints(*values: int) -> Any:
-    return tl.constant(np.array(values[0] if len(values) == 1 else values, np.int64))
 
 
 # -- GridSample, Col2Im, ExtractImagePatches and the colour conversions ----------------------------
@@ -150,15 +139,15 @@ def _col2im_positions(image: tuple[int, ...], block: tuple[int, ...], attrs: dic
 @pytest.mark.parametrize("name", sorted(COL2IM_CASES))
 def test_writer_col2im(name: str, tmp_path: Path) -> None:
     c, image, block, attrs = COL2IM_CASES[name]
-    x = _rand(2, c * block[0] * block[1], _col2im_positions(image, block, attrs))
-    y = emit("Col2Im", [_ph("x", x), _ints(*image), _ints(*block)], attrs)
+    x = rand_f32(2, c * block[0] * block[1], _col2im_positions(image, block, attrs), rng=RNG)
+    y = emit("Col2Im", [ph("x", x), tl_const(image), tl_const(block)], attrs)
     written_runs_alike(tl.Model({"y": y}), {"x": x}, tmp_path, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_col2im_3d_refused(tmp_path: Path) -> None:
-    x = _rand(1, 8, 8)
-    y = emit("Col2Im", [_ph("x", x), _ints(3, 3, 3), _ints(2, 2, 2)])
+    x = rand_f32(1, 8, 8, rng=RNG)
+    y = emit("Col2Im", [ph("x", x), tl_const([3, 3, 3]), tl_const([2, 2, 2])])
     with pytest.raises(tl.FormatError, match="two spatial axes"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
 
@@ -169,18 +158,18 @@ def test_writer_col2im_3d_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [0, 1])
 def test_writer_grid_sample(mode: str, padding: str, align: int, tmp_path: Path) -> None:
-    x = _rand(2, 3, 5, 6)
+    x = rand_f32(2, 3, 5, 6, rng=RNG)
     grid = RNG.uniform(-1.3, 1.3, (2, 4, 7, 2)).astype(np.float32)
     attrs = {"mode": mode, "padding_mode": padding, "align_corners": align}
-    y = emit("GridSample", [_ph("x", x), _ph("grid", grid)], attrs)
+    y = emit("GridSample", [ph("x", x), ph("grid", grid)], attrs)
     feeds = {"x": x, "grid": grid}
     written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_grid_sample_3d_refused(tmp_path: Path) -> None:
-    x, grid = _rand(1, 2, 3, 4, 5), _rand(1, 2, 2, 2, 3)
-    y = emit("GridSample", [_ph("x", x), _ph("grid", grid)], {})
+    x, grid = rand_f32(1, 2, 3, 4, 5, rng=RNG), rand_f32(1, 2, 2, 2, 3, rng=RNG)
+    y = emit("GridSample", [ph("x", x), ph("grid", grid)], {})
     with pytest.raises(FormatError, match="2-D images"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
 
@@ -210,15 +199,6 @@ def _interpolate(
     return opset10.interpolate(
         x, sizes, scales, shape_calculation_mode=calc, axes=axes_node, **attrs
     )
-
-
-@pytest.fixture
-def fresh() -> None:
-    tl.reset()
-
-
-def _c(a: Any) -> Any:
-    return tl.constant(np.asarray(a))
 
 
 X4 = rand_f32(2, 4, 7, 6)
@@ -325,21 +305,25 @@ def test_interpolate_left_out_cases_are_errors(tmp_path: Path) -> None:
             check(build, x, tmp_path=tmp_path)
 
 
-@pytest.mark.usefixtures("fresh")
+@pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("ctm", COORDINATES)
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 def test_write_resize(ctm: str, mode: str, tmp_path: Path) -> None:
-    x = _ph("x", X4)
-    empty = _c(np.zeros(0, np.float32))
+    x = ph("x", X4)
+    empty = tl.constant(np.zeros(0, np.float32))
     attrs = {"mode": mode, "coordinate_transformation_mode": ctm, "cubic_coeff_a": -0.5}
     outs = {
-        "sizes": emit("Resize", [x, None, empty, _c(np.array([9, 4]))], {**attrs, "axes": [2, 3]}),
-        "scales": emit("Resize", [x, None, _c(np.array([1, 1, 2, 0.5], np.float32))], attrs),
+        "sizes": emit(
+            "Resize", [x, None, empty, tl.constant(np.array([9, 4]))], {**attrs, "axes": [2, 3]}
+        ),
+        "scales": emit(
+            "Resize", [x, None, tl.constant(np.array([1, 1, 2, 0.5], np.float32))], attrs
+        ),
     }
     for nm in NEAREST if mode == "nearest" else []:
         outs[nm] = emit(
             "Resize",
-            [x, None, None, _c(np.array([5, 11]))],
+            [x, None, None, tl.constant(np.array([5, 11]))],
             {**attrs, "axes": [-2, -1], "nearest_mode": nm},
         )
     written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)

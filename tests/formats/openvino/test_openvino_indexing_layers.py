@@ -28,26 +28,19 @@ from openvino import (  # noqa: E402
     opset16,
 )
 from openvino_layer_checks import (  # noqa: E402
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     compile_cpu,
     const,
+    ph,
     rand_f32,
     run_path,
+    tl_const,
     written_runs_alike,
 )
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
-
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: np.ndarray[Any, Any], shape: Any = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
 
 RNG = np.random.default_rng(7)
 
@@ -440,23 +433,21 @@ def test_embedding_segments_sum(default: bool, weighted: bool, tmp_path: Path) -
 Feeds = dict[str, np.ndarray[Any, Any]]
 
 
-def _k(values: Any, dtype: Any = np.int64) -> Any:
-    return tl.constant(np.array(values, dtype))
-
-
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 def test_write_scatters(reduction: str, tmp_path: Path) -> None:
     data, upd = rand_f32(4, 3), rand_f32(2, 3)
-    x, u = _ph("x", data, ("N", 3)), _ph("u", upd)
+    x, u = ph("x", data, ("N", 3)), ph("u", upd)
     nd_idx = [[1], [-1]] if reduction == "none" else [[1], [1]]
     el_idx = [[0, 2, 1], [3, -4, 1]] if reduction == "none" else [[0, 2, 1], [0, 2, -1]]
     outs = {
-        "nd": emit("ScatterND", [x, _k(nd_idx), u], {"reduction": reduction}),
-        "el": emit("ScatterElements", [x, _k(el_idx), u], {"axis": 0, "reduction": reduction}),
+        "nd": emit("ScatterND", [x, tl_const(nd_idx), u], {"reduction": reduction}),
+        "el": emit(
+            "ScatterElements", [x, tl_const(el_idx), u], {"axis": 0, "reduction": reduction}
+        ),
         "el1": emit(
             "ScatterElements",
-            [x, _k([[2], [-1]]), _k([[5.0], [6.0]], np.float32)],
+            [x, tl_const([[2], [-1]]), tl_const([[5.0], [6.0]], np.float32)],
             {"axis": -1, "reduction": reduction},
         ),
     }
@@ -466,12 +457,12 @@ def test_write_scatters(reduction: str, tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 def test_write_gathers(tmp_path: Path) -> None:
     data = rand_f32(2, 3, 4)
-    x = _ph("x", data, ("N", 3, 4))
+    x = ph("x", data, ("N", 3, 4))
     outs = {
-        "nd0": emit("GatherND", [x, _k([[1, -1], [0, 2]])]),
-        "nd1": emit("GatherND", [x, _k([[[2, 3]], [[-1, 0]]])], {"batch_dims": 1}),
-        "el": emit("GatherElements", [x, _k(np.full((2, 3, 2), -1))], {"axis": -1}),
-        "el0": emit("GatherElements", [x, _k([[[1, 0, 1, 0]]])], {"axis": 0}),
+        "nd0": emit("GatherND", [x, tl_const([[1, -1], [0, 2]])]),
+        "nd1": emit("GatherND", [x, tl_const([[[2, 3]], [[-1, 0]]])], {"batch_dims": 1}),
+        "el": emit("GatherElements", [x, tl_const(np.full((2, 3, 2), -1))], {"axis": -1}),
+        "el0": emit("GatherElements", [x, tl_const([[[1, 0, 1, 0]]])], {"axis": 0}),
     }
     written_runs_alike(tl.Model(outs), {"x": data}, tmp_path)
 
@@ -480,10 +471,12 @@ def test_write_gathers(tmp_path: Path) -> None:
 def test_write_index_generators(tmp_path: Path) -> None:
     idx = np.array([[0, 3, -1], [5, 2, -4]], np.int64)
     data = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]], np.float32)
-    i, x = _ph("i", idx), _ph("x", data, (2, "M"))
+    i, x = ph("i", idx), ph("x", data, (2, "M"))
     outs = {
-        "hot": emit("OneHot", [i, _k(4), _k([-1.0, 2.5], np.float32)]),
-        "hot0": emit("OneHot", [i, _k([3.0], np.float32), _k([0, 7], np.int32)], {"axis": 0}),
+        "hot": emit("OneHot", [i, tl_const(4), tl_const([-1.0, 2.5], np.float32)]),
+        "hot0": emit(
+            "OneHot", [i, tl_const([3.0], np.float32), tl_const([0, 7], np.int32)], {"axis": 0}
+        ),
         "nz": emit("NonZero", [x]),
         "eye": emit("EyeLike", [x], {"k": 1}),
         "eye_i": emit("EyeLike", [x], {"k": -1, "dtype": tl.DType.int32}),
@@ -494,10 +487,12 @@ def test_write_index_generators(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 def test_write_reverse_sequence(tmp_path: Path) -> None:
     seq = rand_f32(4, 3, 2)
-    s = _ph("s", seq)
+    s = ph("s", seq)
     outs = {
-        "rs": emit("ReverseSequence", [s, _k([4, 0, 2])]),
-        "rs0": emit("ReverseSequence", [s, _k([1, 3, 2, 0])], {"batch_axis": 0, "time_axis": 1}),
+        "rs": emit("ReverseSequence", [s, tl_const([4, 0, 2])]),
+        "rs0": emit(
+            "ReverseSequence", [s, tl_const([1, 3, 2, 0])], {"batch_axis": 0, "time_axis": 1}
+        ),
     }
     written_runs_alike(tl.Model(outs), {"s": seq}, tmp_path)
 
@@ -507,7 +502,7 @@ def test_write_reverse_sequence(tmp_path: Path) -> None:
 @pytest.mark.parametrize("axis", [None, 0, -1])
 def test_write_unique(sorted_: int, axis: int | None, tmp_path: Path) -> None:
     data = np.array([[3, 1, 3], [2, 2, 2], [3, 1, 3], [0, 5, 1]], np.int32)
-    x = _ph("x", data)
+    x = ph("x", data)
     attrs: dict[str, Any] = {"sorted": sorted_}
     if axis is not None:
         attrs["axis"] = axis

@@ -13,27 +13,19 @@ ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset16")
 
 from openvino import opset13, opset14  # noqa: E402
-from openvino_layer_checks import check, rand_f32, written_runs_alike  # noqa: E402
+from openvino_layer_checks import (  # noqa: E402
+    Array,
+    _fresh_builder,  # noqa: F401 (a fixture)
+    check,
+    ph,
+    rand_f32,
+    tl_const,
+    written_runs_alike,
+)
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
 from tensorloop.errors import FormatError  # noqa: E402
-
-Array = np.ndarray[Any, Any]
-
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Array, shape: tuple[int | str, ...] | None = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
-
-def _k(values: Any, dtype: Any = np.int64) -> Any:
-    return tl.constant(np.array(values, dtype))
-
 
 # -- the writer: Inverse ---------------------------------------------------------------------------
 
@@ -44,7 +36,7 @@ def _k(values: Any, dtype: Any = np.int64) -> Any:
 def test_writer_inverse(shape: tuple[int, ...], dt: Any, tmp_path: Path) -> None:
     n = shape[-1]
     x = (rand_f32(*shape) + 3 * np.eye(n, dtype=np.float32)).astype(dt)
-    p, q = _ph("x", x), _ph("y", x, ("B", *x.shape[1:]) if len(shape) > 2 else None)
+    p, q = ph("x", x), ph("y", x, ("B", *x.shape[1:]) if len(shape) > 2 else None)
     outs = {"static": emit("Inverse", [p]), "dynamic": emit("Inverse", [q])}
     tol = 2e-3 if dt == np.float16 else 2e-5
     written_runs_alike(tl.Model(outs), {"x": x, "y": x}, tmp_path, rtol=tol, atol=tol)
@@ -79,7 +71,7 @@ def test_matmul(
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_einsum(tmp_path: Path) -> None:
     seq, a, b = rand_f32(4, 3, 2), rand_f32(2, 3), rand_f32(3, 4)
-    s, x, y = _ph("s", seq), _ph("a", a), _ph("b", b)
+    s, x, y = ph("s", seq), ph("a", a), ph("b", b)
     outs = {
         "mm": emit("Einsum", [x, y], {"equation": "ij, jk -> ik"}),
         "tr": emit("Einsum", [s], {"equation": "...ij->...ji"}),
@@ -91,11 +83,11 @@ def test_writer_einsum(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_trilu(tmp_path: Path) -> None:
     data = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]], np.float32)
-    x = _ph("x", data, (2, "M"))
+    x = ph("x", data, (2, "M"))
     outs = {
         "up": emit("Trilu", [x]),
-        "low": emit("Trilu", [x, _k(-1)], {"upper": 0}),
-        "up2": emit("Trilu", [x, _k(1)]),
+        "low": emit("Trilu", [x, tl_const(-1)], {"upper": 0}),
+        "up2": emit("Trilu", [x, tl_const(1)]),
     }
     written_runs_alike(tl.Model(outs), {"x": data}, tmp_path)
 

@@ -14,6 +14,8 @@ ov = pytest.importorskip("openvino")
 
 from openvino import opset1, opset3, opset4, opset5, opset9  # noqa: E402
 from openvino_layer_checks import (  # noqa: E402
+    Array,
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     compile_cpu,
     save_ir,
@@ -23,7 +25,6 @@ from openvino_layer_checks import (  # noqa: E402
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit_node  # noqa: E402
 
-Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(11)
 OPSETS = {1: opset1, 3: opset3, 4: opset4, 5: opset5, 9: opset9}
 
@@ -265,11 +266,6 @@ def test_soft_nms_iou_cutoff_of_v5(version: int, tmp_path: Path) -> None:
 
 
 # -- the core op written as NonMaxSuppression-9 (or -5) ------------------------------------------
-
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
 
 
 @pytest.mark.usefixtures("_fresh_builder")

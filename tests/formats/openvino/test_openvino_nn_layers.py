@@ -15,10 +15,13 @@ ops = pytest.importorskip("openvino.opset13")
 
 from openvino import opset1, opset2, opset5, opset6, opset8, opset12, opset14, opset16  # noqa: E402
 from openvino_layer_checks import (  # noqa: E402
+    Array,
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     compile_cpu,
     const,
     edit_ir,
+    ph,
     rand_f32,
     save_ir,
     written_runs_alike,
@@ -28,22 +31,7 @@ import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit, emit_node  # noqa: E402
 from tensorloop.errors import FormatError  # noqa: E402
 
-Array = np.ndarray[Any, Any]
-
 RNG = np.random.default_rng(7)
-
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Any, shape: tuple[int | str, ...] | None = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
-
-def _rand(*shape: int) -> Array:
-    return RNG.standard_normal(shape).astype(np.float32)
 
 
 # -- convolutions ---------------------------------------------------------------------------------
@@ -277,19 +265,10 @@ def test_grn_and_group_normalization(tmp_path: Path) -> None:
 # -- the writer: tensorloop models saved as IR, run by OpenVINO -----------------------------------
 
 
-@pytest.fixture
-def fresh() -> None:
-    tl.reset()
-
-
-def _c(a: Any) -> Any:
-    return tl.constant(np.asarray(a))
-
-
 X4 = rand_f32(2, 4, 7, 6)
 
 
-@pytest.mark.usefixtures("fresh")
+@pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize(
     "attrs",
     [
@@ -304,15 +283,15 @@ X4 = rand_f32(2, 4, 7, 6)
 def test_write_conv(attrs: dict[str, Any], tmp_path: Path) -> None:
     group = attrs.get("group", 1)
     w, b = rand_f32(8, 4 // group, 3, 2), rand_f32(8)
-    x = _ph("x", X4)
+    x = ph("x", X4)
     outs = {
-        "y": emit("Conv", [x, _c(w), _c(b)], attrs),
-        "nobias": emit("Conv", [x, _c(w)], attrs),
+        "y": emit("Conv", [x, tl.constant(w), tl.constant(b)], attrs),
+        "nobias": emit("Conv", [x, tl.constant(w)], attrs),
     }
     written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.usefixtures("fresh")
+@pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize(
     "attrs",
     [
@@ -328,12 +307,12 @@ def test_write_conv_transpose(attrs: dict[str, Any], tmp_path: Path) -> None:
     group = attrs.get("group", 1)
     w = rand_f32(4, 6 // group, 3, 3)
     b = rand_f32(w.shape[1] * group)
-    x = _ph("x", X4)
-    outs = {"y": emit("ConvTranspose", [x, _c(w), _c(b)], attrs)}
+    x = ph("x", X4)
+    outs = {"y": emit("ConvTranspose", [x, tl.constant(w), tl.constant(b)], attrs)}
     written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.usefixtures("fresh")
+@pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize(
     "attrs",
     [
@@ -346,7 +325,7 @@ def test_write_conv_transpose(attrs: dict[str, Any], tmp_path: Path) -> None:
     ],
 )
 def test_write_pools(attrs: dict[str, Any], tmp_path: Path) -> None:
-    x = _ph("x", X4)
+    x = ph("x", X4)
     values, index = emit_node("MaxPool", [x], attrs)
     outs = {"max": values, "index": index}
     outs["dilated"] = emit_node("MaxPool", [x], {**attrs, "dilations": [1, 2]})[0]
@@ -357,26 +336,34 @@ def test_write_pools(attrs: dict[str, Any], tmp_path: Path) -> None:
     written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.usefixtures("fresh")
+@pytest.mark.usefixtures("_fresh_builder")
 def test_write_normalizations(tmp_path: Path) -> None:
-    x = _ph("x", X4)
+    x = ph("x", X4)
     s, b, m = rand_f32(4), rand_f32(4), rand_f32(4)
     v = np.abs(rand_f32(4)) + 0.1
-    bn = emit_node("BatchNormalization", [x, _c(s), _c(b), _c(m), _c(v)], {"epsilon": 1e-3})
+    bn = emit_node(
+        "BatchNormalization",
+        [x, tl.constant(s), tl.constant(b), tl.constant(m), tl.constant(v)],
+        {"epsilon": 1e-3},
+    )
     outs = {"bn": bn[0]}
     outs["lrn"] = emit("LRN", [x], {"size": 3, "alpha": 0.5, "beta": 0.75, "bias": 2.0})
-    outs["inorm"] = emit("InstanceNormalization", [x, _c(s), _c(b)], {"epsilon": 1e-3})
-    y, mean, inv = emit_node("LayerNormalization", [x, _c(rand_f32(7, 6))], {"axis": 2})
+    outs["inorm"] = emit(
+        "InstanceNormalization", [x, tl.constant(s), tl.constant(b)], {"epsilon": 1e-3}
+    )
+    y, mean, inv = emit_node("LayerNormalization", [x, tl.constant(rand_f32(7, 6))], {"axis": 2})
     outs |= {"lnorm": y, "mean": mean, "inv": inv}
     outs["lnorm_b"] = emit_node(
-        "LayerNormalization", [x, _c(rand_f32(6)), _c(rand_f32(6))], {"epsilon": 0.1}
+        "LayerNormalization",
+        [x, tl.constant(rand_f32(6)), tl.constant(rand_f32(6))],
+        {"epsilon": 0.1},
     )[0]
     outs["mvn"] = emit("MeanVarianceNormalization", [x])
     outs["mvn1"] = emit("MeanVarianceNormalization", [x], {"axes": [1, -1]})
     written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.usefixtures("fresh")
+@pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize(
     ("op", "attrs", "extra", "message"),
     [
@@ -396,11 +383,11 @@ def test_write_normalizations(tmp_path: Path) -> None:
 def test_write_left_out_cases_are_errors(
     op: str, attrs: dict[str, Any], extra: list[str], message: str, tmp_path: Path
 ) -> None:
-    x = _ph("x", X4)
+    x = ph("x", X4)
     ins: list[Any] = [x]
     if extra:
         scale = 1.5 if extra == ["odd"] else 2.0
-        ins += [None, _c(np.array([1, 1, scale, 2], np.float32))]
+        ins += [None, tl.constant(np.array([1, 1, scale, 2], np.float32))]
     y = emit_node(op, ins, attrs)[0]
     with pytest.raises(tl.FormatError, match=message):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
@@ -498,12 +485,12 @@ def test_adaptive_max_pool_i64_indices(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("groups", [1, 2, 6])
 def test_writer_group_normalization(groups: int, tmp_path: Path) -> None:
-    x, scale, bias = _rand(2, 6, 3, 4), _rand(6), _rand(6)
-    p = _ph("x", x)
+    x, scale, bias = rand_f32(2, 6, 3, 4, rng=RNG), rand_f32(6, rng=RNG), rand_f32(6, rng=RNG)
+    p = ph("x", x)
     attrs = {"num_groups": groups, "epsilon": 1e-3}
     outs = {"y": emit("GroupNormalization", [p, tl.constant(scale), tl.constant(bias)], attrs)}
     half = x.astype(np.float16)
-    h = _ph("h", half)
+    h = ph("h", half)
     hs, hb = tl.constant(scale.astype(np.float16)), tl.constant(bias.astype(np.float16))
     outs["half"] = emit("GroupNormalization", [h, hs, hb], attrs)
     feeds = {"x": x, "h": half}
@@ -513,13 +500,13 @@ def test_writer_group_normalization(groups: int, tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("axis", [-1, 1, 0])
 def test_writer_rms_normalization(axis: int, tmp_path: Path) -> None:
-    x = _rand(2, 3, 5)
-    scale = _rand(*x.shape[axis:])
-    p = _ph("x", x)
+    x = rand_f32(2, 3, 5, rng=RNG)
+    scale = rand_f32(*x.shape[axis:], rng=RNG)
+    p = ph("x", x)
     attrs = {"axis": axis, "epsilon": 1e-4}
     outs = {"y": emit("RMSNormalization", [p, tl.constant(scale)], attrs)}
     half = x.astype(np.float16)
-    h = _ph("h", half)
+    h = ph("h", half)
     outs["half"] = emit(
         "RMSNormalization", [h, tl.constant(scale.astype(np.float16))], {**attrs, "stash_type": 1}
     )
@@ -529,19 +516,19 @@ def test_writer_rms_normalization(axis: int, tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize(("p", "axis"), [(1, -1), (2, -1), (2, 0), (1, 1)])
 def test_writer_lp_normalization(p: int, axis: int, tmp_path: Path) -> None:
-    x = _rand(3, 4, 5)
+    x = rand_f32(3, 4, 5, rng=RNG)
     x[1, :, 2] = 0  # zero norms along axis 1
     x[2, 3, :] = 0  # and along the last axis
     x[:, 0, 0] = 0  # and along axis 0
-    q = _ph("x", x)
+    q = ph("x", x)
     y = emit("LpNormalization", [q], {"p": p, "axis": axis})
     written_runs_alike(tl.Model({"y": y}), {"x": x}, tmp_path, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_dropout(tmp_path: Path) -> None:
-    x = _rand(3, 4)
-    p = _ph("x", x)
+    x = rand_f32(3, 4, rng=RNG)
+    p = ph("x", x)
     y, mask = emit_node("Dropout", [p, tl.constant(np.float32(0.3))])
     off, off_mask = emit_node(
         "Dropout", [p, tl.constant(np.float32(0.5)), tl.constant(np.array(False))]
@@ -553,8 +540,8 @@ def test_writer_dropout(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_dropout_training_refused(tmp_path: Path) -> None:
-    x = _rand(3, 4)
-    ins = [_ph("x", x), tl.constant(np.float32(0.5)), tl.constant(np.array(True))]
+    x = rand_f32(3, 4, rng=RNG)
+    ins = [ph("x", x), tl.constant(np.float32(0.5)), tl.constant(np.array(True))]
     y, _ = emit_node("Dropout", ins)
     with pytest.raises(tl.FormatError, match="no random dropout"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
@@ -573,7 +560,7 @@ DEFORM_CASES = {
 @pytest.mark.parametrize("name", sorted(DEFORM_CASES))
 def test_writer_deform_conv(name: str, tmp_path: Path) -> None:
     group, offset_group, strides, pads, dilations, has_bias, has_mask = DEFORM_CASES[name]
-    x, w = _rand(1, 4, 6, 7), _rand(4, 4 // group, 3, 3)
+    x, w = rand_f32(1, 4, 6, 7, rng=RNG), rand_f32(4, 4 // group, 3, 3, rng=RNG)
     eh = (6 + pads[0] + pads[2] - dilations[0] * 2 - 1) // strides[0] + 1
     ew = (7 + pads[1] + pads[3] - dilations[1] * 2 - 1) // strides[1] + 1
     offsets = (RNG.standard_normal((1, offset_group * 9 * 2, eh, ew)) * 1.5).astype(np.float32)
@@ -585,13 +572,13 @@ def test_writer_deform_conv(name: str, tmp_path: Path) -> None:
         "dilations": dilations,
         "kernel_shape": [3, 3],
     }
-    ins: list[Any] = [_ph("x", x), tl.constant(w), _ph("offsets", offsets)]
+    ins: list[Any] = [ph("x", x), tl.constant(w), ph("offsets", offsets)]
     feeds = {"x": x, "offsets": offsets}
     if has_bias or has_mask:
-        ins.append(tl.constant(_rand(4)) if has_bias else None)
+        ins.append(tl.constant(rand_f32(4, rng=RNG)) if has_bias else None)
     if has_mask:
         mask = RNG.uniform(0, 1, (1, offset_group * 9, eh, ew)).astype(np.float32)
-        ins.append(_ph("mask", mask))
+        ins.append(ph("mask", mask))
         feeds["mask"] = mask
     y = emit("DeformConv", ins, attrs)
     written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-4)

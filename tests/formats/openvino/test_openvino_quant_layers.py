@@ -17,9 +17,12 @@ ops = pytest.importorskip("openvino.opset13")
 
 from openvino import opset1, opset13, opset14, opset16  # noqa: E402
 from openvino_layer_checks import (  # noqa: E402
+    Array,
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     compile_cpu,
     const,
+    ph,
     rand_f32,
     record_layer_types,
     run_path,
@@ -32,22 +35,7 @@ from tensorloop.builder.tracing import emit  # noqa: E402
 from tensorloop.errors import FormatError  # noqa: E402
 from tensorloop.tensor.dtypes import DType  # noqa: E402
 
-Array = np.ndarray[Any, Any]
-
 RNG = np.random.default_rng(7)
-
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Array, shape: tuple[int | str, ...] | None = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
-
-def _rand(*shape: int) -> Array:
-    return RNG.standard_normal(shape).astype(np.float32)
 
 
 # -- ConvertPromoteTypes ---------------------------------------------------------------------------
@@ -91,9 +79,9 @@ def test_convert_promote_types(a: Any, b: Any, scalar: bool, unsafe: bool, tmp_p
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_cast_like(tmp_path: Path) -> None:
-    x = (_rand(3, 4) * 10).astype(np.float32)
+    x = (rand_f32(3, 4, rng=RNG) * 10).astype(np.float32)
     i = np.arange(12, dtype=np.int32).reshape(3, 4) - 5
-    p, q = _ph("x", x), _ph("i", i)
+    p, q = ph("x", x), ph("i", i)
     outs = {
         "to_int": emit("CastLike", [p, q]),
         "to_float": emit("CastLike", [q, p]),
@@ -132,8 +120,8 @@ DEQUANT_CASES = {
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_quantize_linear_refused(tmp_path: Path) -> None:
     """OpenVINO's CPU Divide is not correctly rounded: QuantizeLinear is refused."""
-    x = _rand(2, 3)
-    y = emit("QuantizeLinear", [_ph("x", x), tl.constant(np.float32(0.1))], {})
+    x = rand_f32(2, 3, rng=RNG)
+    y = emit("QuantizeLinear", [ph("x", x), tl.constant(np.float32(0.1))], {})
     with pytest.raises(FormatError, match="QuantizeLinear is not written"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
 
@@ -145,7 +133,7 @@ def test_writer_dequantize_linear(name: str, tmp_path: Path) -> None:
     scale, zero = _quant_params(x_type if has_zero else None, per_axis, np.float32)
     info = np.iinfo(x_type)
     x = RNG.integers(info.min, info.max, (2, 3, 4), endpoint=True).astype(x_type)
-    ins = [_ph("x", x), _ph("scale", scale)] + ([] if zero is None else [tl.constant(zero)])
+    ins = [ph("x", x), ph("scale", scale)] + ([] if zero is None else [tl.constant(zero)])
     attrs: dict[str, Any] = {"axis": -2}
     if out is not None:
         attrs["output_dtype"] = DType(out)
@@ -160,7 +148,7 @@ def test_writer_dequantize_linear_refused(case: str, tmp_path: Path) -> None:
     q = np.arange(8, dtype=np.int32 if case == "int32" else np.int8).reshape(2, 4)
     scale = np.full((2, 2) if case == "blocked" else (), 0.1, np.float32)
     attrs: dict[str, Any] = {"axis": 1, "block_size": 2} if case == "blocked" else {}
-    y = emit("DequantizeLinear", [_ph("q", q), tl.constant(scale)], attrs)
+    y = emit("DequantizeLinear", [ph("q", q), tl.constant(scale)], attrs)
     match = "blocked" if case == "blocked" else "dequantizing i32"
     with pytest.raises(FormatError, match=match):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")

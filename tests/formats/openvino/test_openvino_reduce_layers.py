@@ -14,35 +14,22 @@ import pytest
 ops = pytest.importorskip("openvino.opset13")
 
 from openvino import opset1, opset3, opset4, opset5, opset8, opset11  # noqa: E402
-from openvino_layer_checks import check, const, rand_f32, save_ir, written_runs_alike  # noqa: E402
+from openvino_layer_checks import (  # noqa: E402
+    _fresh_builder,  # noqa: F401 (a fixture)
+    check,
+    const,
+    ph,
+    rand_f32,
+    save_ir,
+    tl_const,
+    uniform_f32,
+    written_runs_alike,
+)
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
 
-Array = np.ndarray[Any, Any]
-
 RNG = np.random.default_rng(7)
-
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Array, shape: tuple[int | str, ...] | None = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
-
-def _rand(*shape: int) -> Array:
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-def _ints(*values: int) -> Any:
-    return tl.constant(np.array(values[0] if len(values) == 1 else values, np.int64))
-
-
-def _uniform(lo: float, hi: float, *shape: int) -> Array:
-    return RNG.uniform(lo, hi, shape).astype(np.float32)
 
 
 # -- reductions and ranges ------------------------------------------------------------------------
@@ -103,7 +90,7 @@ TIES = np.array([[1, 0, 0, 3], [2, 2, 1, 1], [0, 0, 0, 0]], np.float32)
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("last", [0, 1])
 def test_writer_argmin(last: int, tmp_path: Path) -> None:
-    x = _ph("x", TIES)
+    x = ph("x", TIES)
     outs = {
         f"a{axis}{keep}": emit(
             "ArgMin", [x], {"axis": axis, "keepdims": keep, "select_last_index": last}
@@ -112,15 +99,15 @@ def test_writer_argmin(last: int, tmp_path: Path) -> None:
         for keep in (0, 1)
     }
     ints = TIES.astype(np.int32)
-    outs["ints"] = emit("ArgMin", [_ph("i", ints)], {"axis": 1, "select_last_index": last})
+    outs["ints"] = emit("ArgMin", [ph("i", ints)], {"axis": 1, "select_last_index": last})
     written_runs_alike(tl.Model(outs), {"x": TIES, "i": ints}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_hardmax(tmp_path: Path) -> None:
-    x = _ph("x", TIES)
-    r = _rand(2, 3, 4)
-    q = _ph("r", r)
+    x = ph("x", TIES)
+    r = rand_f32(2, 3, 4, rng=RNG)
+    q = ph("r", r)
     outs = {f"h{axis}": emit("Hardmax", [x], {"axis": axis}) for axis in (0, 1, -1)}
     outs |= {f"r{axis}": emit("Hardmax", [q], {"axis": axis}) for axis in (0, 1, 2)}
     written_runs_alike(tl.Model(outs), {"x": TIES, "r": r}, tmp_path)
@@ -129,13 +116,13 @@ def test_writer_hardmax(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize(("exclusive", "reverse"), [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_writer_cumprod(exclusive: int, reverse: int, tmp_path: Path) -> None:
-    x = (_rand(3, 5) + 1).astype(np.float32)
+    x = (rand_f32(3, 5, rng=RNG) + 1).astype(np.float32)
     i = np.arange(1, 16, dtype=np.int64).reshape(3, 5) % 4 - 1
     attrs = {"exclusive": exclusive, "reverse": reverse}
-    p, q = _ph("x", x), _ph("i", i)
+    p, q = ph("x", x), ph("i", i)
     outs = {
-        "c1": emit("CumProd", [p, _ints(1)], attrs),
-        "c0": emit("CumProd", [p, _ints(-2)], attrs),
+        "c1": emit("CumProd", [p, tl_const(1)], attrs),
+        "c0": emit("CumProd", [p, tl_const(-2)], attrs),
         "ints": emit("CumProd", [q, tl.constant(np.int32(1))], attrs),
     }
     # The IR multiplies floats in f64 as the core op does; the CPU plugin runs f64 as f32.
@@ -144,8 +131,8 @@ def test_writer_cumprod(exclusive: int, reverse: int, tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_cumprod_unknown_length_refused(tmp_path: Path) -> None:
-    x = _rand(2, 3)
-    y = emit("CumProd", [_ph("x", x, (2, "N")), _ints(1)])
+    x = rand_f32(2, 3, rng=RNG)
+    y = emit("CumProd", [ph("x", x, (2, "N")), tl_const(1)])
     with pytest.raises(tl.FormatError, match="no CumProd"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
 
@@ -181,8 +168,8 @@ def test_norm_and_logical_reductions(axes: Any, keep: bool, tmp_path: Path) -> N
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("op", [*REDUCTIONS, "ReduceLogSumExp"])
 def test_writer_reductions(op: str, tmp_path: Path) -> None:
-    x = _uniform(0.2, 1.5, 2, 3, 4) * np.float32(1 if op != "ReduceLogSumExp" else 40)
-    p, q = _ph("x", x), _ph("y", x, ("N", 3, "W"))
+    x = uniform_f32(0.2, 1.5, 2, 3, 4, rng=RNG) * np.float32(1 if op != "ReduceLogSumExp" else 40)
+    p, q = ph("x", x), ph("y", x, ("N", 3, "W"))
     outs: dict[str, Any] = {}
     for keep in (0, 1):
         for axes in ([1], [0, -1]):
@@ -201,7 +188,7 @@ def test_writer_reductions(op: str, tmp_path: Path) -> None:
 def test_writer_log_sum_exp_of_infinities(tmp_path: Path) -> None:
     x = np.array([[np.inf, 1.0, 2.0], [-np.inf, -np.inf, -np.inf], [3.0, -np.inf, 80.0]])
     x = x.astype(np.float32)
-    p = _ph("x", x)
+    p = ph("x", x)
     outs = {"lse": emit("ReduceLogSumExp", [p, tl.constant(np.array([1]))], {"keepdims": 0})}
     written_runs_alike(tl.Model(outs), {"x": x}, tmp_path)
 
@@ -209,7 +196,7 @@ def test_writer_log_sum_exp_of_infinities(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_integer_reductions(tmp_path: Path) -> None:
     i = np.array([[3, -4, 5], [1, 2, -2]], np.int32)
-    p = _ph("i", i)
+    p = ph("i", i)
     outs = {op: emit(op, [p, tl.constant(np.array([1]))], {"keepdims": 0}) for op in REDUCTIONS[:4]}
     written_runs_alike(tl.Model(outs), {"i": i}, tmp_path)
 
@@ -260,14 +247,14 @@ def test_cum_sum_layer(
 @pytest.mark.parametrize("shape", [(7,), (2, 3, 5)], ids=["1d", "3d"])
 @pytest.mark.parametrize("axis", [-1, 0])
 def test_log_softmax(axis: int, shape: tuple[int, ...], tmp_path: Path) -> None:
-    x = _uniform(-5, 5, *shape)
+    x = uniform_f32(-5, 5, *shape, rng=RNG)
     check(lambda p: opset5.log_softmax(p, axis), x, tmp_path=tmp_path, rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("attrs", [{}, {"axis": 0}], ids=["default", "axis-0"])
 def test_writer_log_softmax(attrs: dict[str, Any], tmp_path: Path) -> None:
-    x = _uniform(-5, 5, 3, 5)
-    p, q = _ph("x", x), _ph("y", x, ("N", 5))
+    x = uniform_f32(-5, 5, 3, 5, rng=RNG)
+    p, q = ph("x", x), ph("y", x, ("N", 5))
     outs = {"static": emit("LogSoftmax", [p], attrs), "dynamic": emit("LogSoftmax", [q], attrs)}
     written_runs_alike(tl.Model(outs), {"x": x, "y": x}, tmp_path, rtol=2e-5)

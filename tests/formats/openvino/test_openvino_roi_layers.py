@@ -14,8 +14,11 @@ ov = pytest.importorskip("openvino")
 
 from openvino import opset1, opset4, opset15  # noqa: E402
 from openvino_layer_checks import (  # noqa: E402
+    Array,
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     compile_cpu,
+    ph,
     rand_f32,
     save_ir,
     written_runs_alike,
@@ -27,21 +30,6 @@ from tensorloop.errors import FormatError  # noqa: E402
 
 RNG = np.random.default_rng(11)
 
-
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Array) -> Any:
-    return tl.placeholder(like.dtype, like.shape, name=name)
-
-
-def _rand(*shape: int) -> Array:
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-Array = np.ndarray[Any, Any]
 
 # (batch, x1, y1, x2, y2) in pixels: inside, partly off each side, halves that round away from
 # zero, a point, one off the image altogether.
@@ -454,7 +442,7 @@ PS_ROIS = np.array(
 def test_writer_roi_align(
     coords: str, ratio: int, oh: int, ow: int, scale: float, tmp_path: Path
 ) -> None:
-    x = _rand(2, 3, 8, 9)
+    x = rand_f32(2, 3, 8, 9, rng=RNG)
     indices = np.array([0, 1, 1, 0], np.int64)
     attrs = {
         "coordinate_transformation_mode": coords,
@@ -464,15 +452,15 @@ def test_writer_roi_align(
         "sampling_ratio": ratio,
         "spatial_scale": scale,
     }
-    y = emit("RoiAlign", [_ph("x", x), _ph("rois", ROIS), _ph("indices", indices)], attrs)
+    y = emit("RoiAlign", [ph("x", x), ph("rois", ROIS), ph("indices", indices)], attrs)
     feeds = {"x": x, "rois": ROIS, "indices": indices}
     written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_roi_align_max_refused(tmp_path: Path) -> None:
-    x, indices = _rand(1, 2, 6, 6), np.zeros(4, np.int64)
-    y = emit("RoiAlign", [_ph("x", x), _ph("rois", ROIS), _ph("i", indices)], {"mode": "max"})
+    x, indices = rand_f32(1, 2, 6, 6, rng=RNG), np.zeros(4, np.int64)
+    y = emit("RoiAlign", [ph("x", x), ph("rois", ROIS), ph("i", indices)], {"mode": "max"})
     with pytest.raises(FormatError, match="max mode"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
 
@@ -480,12 +468,12 @@ def test_writer_roi_align_max_refused(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize(("shape", "scale"), [((2, 2), 1.0), ((3, 2), 0.5), ((1, 4), 0.25)])
 def test_writer_max_roi_pool(shape: tuple[int, int], scale: float, tmp_path: Path) -> None:
-    x = _rand(2, 3, 8, 9)
+    x = rand_f32(2, 3, 8, 9, rng=RNG)
     rois = np.array(
         [[0, 0.5, 1.0, 6.0, 5.5], [1, 2.0, 2.0, 2.0, 2.0], [1, 1.2, 0.3, 7.7, 7.9]], np.float32
     )
     attrs = {"pooled_shape": list(shape), "spatial_scale": scale}
-    y = emit("MaxRoiPool", [_ph("x", x), _ph("rois", rois)], attrs)
+    y = emit("MaxRoiPool", [ph("x", x), ph("rois", rois)], attrs)
     written_runs_alike(tl.Model({"y": y}), {"x": x, "rois": rois}, tmp_path)
 
 
@@ -493,7 +481,7 @@ def test_writer_max_roi_pool(shape: tuple[int, int], scale: float, tmp_path: Pat
 @pytest.mark.parametrize(("mode", "bins", "scale"), [("average", 1, 1.0), ("bilinear", 2, 0.1)])
 def test_writer_ps_roi_pool(mode: str, bins: int, scale: float, tmp_path: Path) -> None:
     channels = 2 * (9 if mode == "average" else bins * bins)
-    x = _rand(2, channels, 8, 9)
+    x = rand_f32(2, channels, 8, 9, rng=RNG)
     attrs = {
         "mode": mode,
         "output_dim": 2,
@@ -502,7 +490,7 @@ def test_writer_ps_roi_pool(mode: str, bins: int, scale: float, tmp_path: Path) 
         "spatial_bins_x": bins,
         "spatial_bins_y": bins,
     }
-    y = emit("PsRoiPool", [_ph("x", x), _ph("rois", PS_ROIS)], attrs)
+    y = emit("PsRoiPool", [ph("x", x), ph("rois", PS_ROIS)], attrs)
     feeds = {"x": x, "rois": PS_ROIS}
     written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
 
@@ -510,7 +498,7 @@ def test_writer_ps_roi_pool(mode: str, bins: int, scale: float, tmp_path: Path) 
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("with_offsets", [False, True])
 def test_writer_deformable_ps_roi_pool(with_offsets: bool, tmp_path: Path) -> None:
-    x, offsets = _rand(2, 8, 8, 9), _rand(3, 4, 2, 2)
+    x, offsets = rand_f32(2, 8, 8, 9, rng=RNG), rand_f32(3, 4, 2, 2, rng=RNG)
     attrs = {
         "output_dim": 2,
         "group_size": 2,
@@ -520,9 +508,9 @@ def test_writer_deformable_ps_roi_pool(with_offsets: bool, tmp_path: Path) -> No
         "trans_std": 0.2,
         "part_size": 2,
     }
-    args, feeds = [_ph("x", x), _ph("rois", PS_ROIS)], {"x": x, "rois": PS_ROIS}
+    args, feeds = [ph("x", x), ph("rois", PS_ROIS)], {"x": x, "rois": PS_ROIS}
     if with_offsets:
-        args.append(_ph("offsets", offsets))
+        args.append(ph("offsets", offsets))
         feeds["offsets"] = offsets
     y = emit("DeformablePsRoiPool", args, attrs)
     written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
@@ -531,7 +519,7 @@ def test_writer_deformable_ps_roi_pool(with_offsets: bool, tmp_path: Path) -> No
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize(("ratio", "clockwise"), [(0, 0), (2, 1)])
 def test_writer_roi_align_rotated(ratio: int, clockwise: int, tmp_path: Path) -> None:
-    x = _rand(2, 3, 8, 9)
+    x = rand_f32(2, 3, 8, 9, rng=RNG)
     rois = np.array([[4.0, 3.0, 5.0, 2.0, 0.4], [1.0, 7.0, 6.0, 3.0, -2.0]], np.float32)
     indices = np.array([1, 0], np.int32)
     attrs = {
@@ -541,7 +529,7 @@ def test_writer_roi_align_rotated(ratio: int, clockwise: int, tmp_path: Path) ->
         "spatial_scale": 1.0,
         "clockwise": clockwise,
     }
-    y = emit("RoiAlignRotated", [_ph("x", x), _ph("rois", rois), _ph("i", indices)], attrs)
+    y = emit("RoiAlignRotated", [ph("x", x), ph("rois", rois), ph("i", indices)], attrs)
     feeds = {"x": x, "rois": rois, "i": indices}
     written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-5, atol=1e-5)
 
@@ -565,7 +553,7 @@ def test_writer_proposal(framework: str, tmp_path: Path) -> None:
         "normalize": 1,
         "framework": framework,
     }
-    args = [_ph("scores", scores), _ph("deltas", deltas), _ph("image", image)]
+    args = [ph("scores", scores), ph("deltas", deltas), ph("image", image)]
     rois, probs = emit_node("Proposal", args, attrs)
     feeds = {"scores": scores, "deltas": deltas, "image": image}
     model = tl.Model({"rois": rois, "probs": probs})

@@ -14,25 +14,19 @@ ops = pytest.importorskip("openvino.opset13")
 
 from openvino import opset1, opset2, opset3, opset12, opset15  # noqa: E402
 from openvino_layer_checks import (  # noqa: E402
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     const,
+    ph,
     rand_f32,
     run_path,
     save_ir,
+    tl_const,
     written_runs_alike,
 )
 
 import tensorloop as tl  # noqa: E402
 from tensorloop.builder.tracing import emit  # noqa: E402
-
-
-def _ph(name: str, like: Any, shape: tuple[int | str, ...] | None = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
-
-def _k(values: Any, dtype: Any = np.int64) -> Any:
-    return tl.constant(np.array(values, dtype))
-
 
 # -- matrices and shapes --------------------------------------------------------------------------
 
@@ -206,11 +200,6 @@ def test_batch_to_space_crops(tmp_path: Path) -> None:
 # -- DepthToSpace and SpaceToDepth, read and written -----------------------------------------------
 
 
-@pytest.fixture
-def fresh() -> None:
-    tl.reset()
-
-
 X4 = rand_f32(2, 4, 7, 6)
 
 
@@ -224,10 +213,10 @@ def test_depth_to_space_and_back(mode: str, shape: tuple[int, ...], tmp_path: Pa
     )
 
 
-@pytest.mark.usefixtures("fresh")
+@pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("mode", ["DCR", "CRD"])
 def test_write_blocks(mode: str, tmp_path: Path) -> None:
-    x = _ph("x", X4[:, :, :6])
+    x = ph("x", X4[:, :, :6])
     outs = {
         "d2s": emit("DepthToSpace", [x], {"blocksize": 2, "mode": mode}),
         "s2d": emit("SpaceToDepth", [x], {"blocksize": 2, "mode": mode}),
@@ -269,13 +258,13 @@ def test_range_0(dtype: Any, tmp_path: Path) -> None:
 
 
 # -- Tile and Flatten, written ---------------------------------------------------------------------
-@pytest.mark.usefixtures("fresh")
+@pytest.mark.usefixtures("_fresh_builder")
 def test_write_tile_and_flatten(tmp_path: Path) -> None:
     data = rand_f32(2, 3, 4)
-    x = _ph("x", data, ("N", 3, 4))
+    x = ph("x", data, ("N", 3, 4))
     outs = {
-        "tile": emit("Tile", [x, _k([1, 2, 3])]),
-        "tile0": emit("Tile", [x, _k([2, 0, 1])]),
+        "tile": emit("Tile", [x, tl_const([1, 2, 3])]),
+        "tile0": emit("Tile", [x, tl_const([2, 0, 1])]),
         "flat": emit("Flatten", [x], {"axis": 2}),
         "flat0": emit("Flatten", [x], {"axis": 0}),
         "flat3": emit("Flatten", [x], {"axis": -3}),

@@ -14,11 +14,15 @@ ops = pytest.importorskip("openvino.opset16")
 
 from openvino import opset7, opset9, opset15, opset16  # noqa: E402
 from openvino_layer_checks import (  # noqa: E402
+    Array,
+    _fresh_builder,  # noqa: F401 (a fixture)
     check,
     const,
+    ph,
     rand_f32,
     run_path,
     save_ir,
+    tl_const,
     written_runs_alike,
 )
 
@@ -29,24 +33,6 @@ from tensorloop.errors import FormatError  # noqa: E402
 RNG = np.random.default_rng(7)
 
 
-@pytest.fixture
-def _fresh_builder() -> None:
-    tl.reset()
-
-
-def _ph(name: str, like: Array, shape: tuple[int | str, ...] | None = None) -> Any:
-    return tl.placeholder(like.dtype, like.shape if shape is None else shape, name=name)
-
-
-def _rand(*shape: int) -> Array:
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-def _ints(*values: int) -> Any:
-    return tl.constant(np.array(values[0] if len(values) == 1 else values, np.int64))
-
-
-Array = np.ndarray[Any, Any]
 TOL = {"rtol": 1e-4, "atol": 2e-5}
 
 
@@ -435,9 +421,9 @@ WRITTEN_STFT_CASES = {
 @pytest.mark.parametrize("name", sorted(DFT_CASES))
 def test_writer_dft(name: str, tmp_path: Path) -> None:
     last, inverse, onesided, length, axis = DFT_CASES[name]
-    x = _rand(4, 6, last)
-    p = _ph("x", x)
-    ins = [p, None if length is None else _ints(length), _ints(axis)]
+    x = rand_f32(4, 6, last, rng=RNG)
+    p = ph("x", x)
+    ins = [p, None if length is None else tl_const(length), tl_const(axis)]
     y = emit("DFT", ins, {"inverse": inverse, "onesided": onesided})
     written_runs_alike(tl.Model({"y": y}), {"x": x}, tmp_path, rtol=1e-4, atol=1e-4)
 
@@ -446,12 +432,12 @@ def test_writer_dft(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(WRITTEN_STFT_CASES))
 def test_writer_stft(name: str, tmp_path: Path) -> None:
     size, step, window, length = WRITTEN_STFT_CASES[name]
-    x = _rand(2, size, 1)
+    x = rand_f32(2, size, 1, rng=RNG)
     feeds = {"x": x}
-    ins = [_ph("x", x), _ints(step), None, None if length is None else _ints(length)]
+    ins = [ph("x", x), tl_const(step), None, None if length is None else tl_const(length)]
     if window is not None:
         w = np.hanning(window).astype(np.float32)
-        ins[2], feeds["w"] = _ph("w", w), w
+        ins[2], feeds["w"] = ph("w", w), w
     y = emit("STFT", ins)
     written_runs_alike(tl.Model({"y": y}), feeds, tmp_path, rtol=1e-4, atol=1e-4)
 
@@ -459,8 +445,10 @@ def test_writer_stft(name: str, tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 @pytest.mark.parametrize("case", ["complex", "two-sided"])
 def test_writer_stft_refused(case: str, tmp_path: Path) -> None:
-    x = _rand(1, 8, 2 if case == "complex" else 1)
-    y = emit("STFT", [_ph("x", x), _ints(2), None, _ints(4)], {"onesided": int(case == "complex")})
+    x = rand_f32(1, 8, 2 if case == "complex" else 1, rng=RNG)
+    y = emit(
+        "STFT", [ph("x", x), tl_const(2), None, tl_const(4)], {"onesided": int(case == "complex")}
+    )
     with pytest.raises(tl.FormatError, match="OpenVINO's STFT"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
 
@@ -468,28 +456,28 @@ def test_writer_stft_refused(case: str, tmp_path: Path) -> None:
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_dft_unknown_dims(tmp_path: Path) -> None:
     """Unknown batch and signal lengths; the default axis (-2)."""
-    x, c = _rand(3, 8, 1), _rand(2, 5, 2)
-    p, q = _ph("x", x, ("N", "L", 1)), _ph("c", c, ("N", "L", 2))
+    x, c = rand_f32(3, 8, 1, rng=RNG), rand_f32(2, 5, 2, rng=RNG)
+    p, q = ph("x", x, ("N", "L", 1)), ph("c", c, ("N", "L", 2))
     outs = {
         "rfft": emit("DFT", [p], {"onesided": 1}),
         "fft": emit("DFT", [q]),
-        "ifft_n": emit("DFT", [q, _ints(6)], {"inverse": 1}),
-        "irfft_n": emit("DFT", [q, _ints(6)], {"inverse": 1, "onesided": 1}),
+        "ifft_n": emit("DFT", [q, tl_const(6)], {"inverse": 1}),
+        "irfft_n": emit("DFT", [q, tl_const(6)], {"inverse": 1, "onesided": 1}),
     }
     written_runs_alike(tl.Model(outs), {"x": x, "c": c}, tmp_path, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_dft_computed_length_refused(tmp_path: Path) -> None:
-    c, n = _rand(2, 5, 2), np.array(6, np.int64)
-    y = emit("DFT", [_ph("c", c), _ph("n", n)], {"inverse": 1, "onesided": 1})
+    c, n = rand_f32(2, 5, 2, rng=RNG), np.array(6, np.int64)
+    y = emit("DFT", [ph("c", c), ph("n", n)], {"inverse": 1, "onesided": 1})
     with pytest.raises(tl.FormatError, match="dft_length must be a constant"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
 
 
 @pytest.mark.usefixtures("_fresh_builder")
 def test_writer_stft_unknown_length(tmp_path: Path) -> None:
-    x = _rand(2, 20, 1)
+    x = rand_f32(2, 20, 1, rng=RNG)
     w = np.hamming(6).astype(np.float32)
-    y = emit("STFT", [_ph("x", x, ("N", "L", 1)), _ints(3), tl.constant(w)])
+    y = emit("STFT", [ph("x", x, ("N", "L", 1)), tl_const(3), tl.constant(w)])
     written_runs_alike(tl.Model({"y": y}), {"x": x}, tmp_path, rtol=1e-4, atol=1e-4)

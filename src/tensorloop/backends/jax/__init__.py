@@ -62,7 +62,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in CI
 
 jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
 
-from . import control, ops  # noqa: E402  (lowerings register on import, after x64 is on)
+from . import control, ops, ops_math, ops_nn, ops_shape  # noqa: E402,F401  (lowerings register on import, after x64 is on)
 from .control import INITIAL_CAPACITY, DynamicStack, uninterruptible  # noqa: E402
 from .lowering import (  # noqa: E402
     EMBED_LIMIT,
@@ -86,9 +86,10 @@ PIPELINE: list[Pass] = [
 ]
 """The loop passes a plan runs before partitioning: the compiled backend's, less
 ``loop_prefix_sums``: a running sum stays a scan (XLA scans 1000 steps of 64 floats in 0.14 ms,
-its cumsum took 0.5 ms). Batching a loop's input projection into one GEMM, and one activation
-over the gates an LSTM splits from one GEMM, serve XLA as they serve NumPy (the medium LSTM
-loop: 78 ms without the merge, 41 ms with it)."""
+its cumsum took 0.5 ms). Batching a loop's input projection into one product over the
+sequence (a stack of the loop's per-row products), and one activation over the gates an LSTM
+splits from one GEMM, serve XLA as they serve NumPy (the medium LSTM loop: 78 ms without the
+merge, 41 ms with it)."""
 
 MAX_PLANS = 16
 """Plans kept per executable (each holds compiled XLA programs)."""

@@ -176,6 +176,4 @@ def _gemm(
     return [out.astype(dtype)]
 
 
-from . import ops_math, ops_nn, ops_shape  # noqa: E402  (each family registers its lowerings)
-
-__all__ = ["deopt_on_subnormal", "is_float", "ops_math", "ops_nn", "ops_shape", "widen"]
+__all__ = ["deopt_on_subnormal", "is_float", "widen"]

@@ -86,6 +86,14 @@ def scalar_input(ctx: LayerContext, index: int, what: str) -> Value:
     raise ctx.error(f"input #{index} ({what}) must be a scalar, got {t}")
 
 
+def index_type_attr(ctx: LayerContext, key: str = "output_type", default: str = "i64") -> DType:
+    """The element type attribute ``key`` of an index output: i32 or i64."""
+    to = ctx.element_type(key, default)
+    if to not in (DType.int32, DType.int64):
+        raise ctx.error(f"attribute '{key}' is {to}, expected i32 or i64")
+    return to
+
+
 def cast_to(ctx: LayerContext, value: Value, to: DType) -> Value:
     return value if type_of(ctx, value).dtype is to else ctx.em.op("Cast", [value], {"to": to})
 

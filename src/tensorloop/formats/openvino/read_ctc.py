@@ -179,6 +179,22 @@ def _gather_tree(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     return [em.op("Where", [done, end, tokens])]
 
 
+def _last_class(em: Emitter, scores: Value) -> Value:
+    """The index of the last class of ``scores`` [., ., C] (the default blank): C - 1, int64."""
+    return em.op("Sub", [_dim(em, scores, 2), em.ints(1)])
+
+
+def _blank_index(ctx: LayerContext, inputs: list[Value | None], index: int, scores: Value) -> Value:
+    """The optional blank_index input ``index`` as an int64 scalar; absent, the last class."""
+    if not has_input(inputs, index):
+        return _last_class(ctx.em, scores)
+    if not type_of(ctx, ctx.input(index)).dtype.is_int:
+        raise ctx.error(
+            f"input #{index} (blank_index) must hold an integer, got {ctx.input(index).type}"
+        )
+    return _i64(ctx.em, scalar_input(ctx, index, "blank_index"))
+
+
 # -- greedy decoders -------------------------------------------------------------------------------
 @converter("CTCGreedyDecoder")
 def _ctc_greedy_decoder(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
@@ -195,7 +211,7 @@ def _ctc_greedy_decoder(ctx: LayerContext, inputs: list[Value | None]) -> list[V
     )
     seen = em.op("CumSum", [em.op("Transpose", [zeros], {"perm": [1, 0]}), em.ints(1)])
     valid = em.op("Equal", [seen, em.ints(0)])
-    blank = em.op("Sub", [_dim(em, data, 2), em.ints(1)])
+    blank = _last_class(em, data)
     keep = _greedy_emits(em, classes, valid, blank, merge)
     decoded, _ = _compact(em, classes, keep, em.ints(-1))
     out = em.op("Cast", [decoded], {"to": type_of(ctx, data).dtype})
@@ -214,12 +230,7 @@ def _ctc_greedy_decoder_seq_len(ctx: LayerContext, inputs: list[Value | None]) -
         raise ctx.error(
             f"index types must be i32 or i64, got {index_type.value}, {length_type.value}"
         )
-    if has_input(inputs, 2):
-        if not type_of(ctx, ctx.input(2)).dtype.is_int:
-            raise ctx.error(f"input #2 (blank_index) must hold an integer, got {ctx.input(2).type}")
-        blank = _i64(em, scalar_input(ctx, 2, "blank_index"))
-    else:
-        blank = em.op("Sub", [_dim(em, data, 2), em.ints(1)])
+    blank = _blank_index(ctx, inputs, 2, data)
     classes = em.op("ArgMax", [data], {"axis": 2, "keepdims": 0})
     valid = _within(em, _positions(em, data, 1), lengths)
     keep = _greedy_emits(em, classes, valid, blank, merge)
@@ -275,12 +286,7 @@ def _ctc_loss(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     merge = ctx.bool_attr("ctc_merge_repeated", True)
     unique = ctx.bool_attr("unique", False)
     dt = type_of(ctx, logits).dtype
-    if has_input(inputs, 4):
-        if not type_of(ctx, ctx.input(4)).dtype.is_int:
-            raise ctx.error(f"input #4 (blank_index) must hold an integer, got {ctx.input(4).type}")
-        blank = _i64(em, scalar_input(ctx, 4, "blank_index"))
-    else:
-        blank = em.op("Sub", [_dim(em, logits, 2), em.ints(1)])
+    blank = _blank_index(ctx, inputs, 4, logits)
 
     # The target: the kept labels first, then blanks; interleaved with blanks, one more at the
     # end: ext [N, 2T+1], of which the first 2 * count + 1 states are the row's.

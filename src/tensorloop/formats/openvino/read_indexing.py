@@ -19,6 +19,7 @@ from .inputs import (
     const_int,
     const_ints,
     has_input,
+    index_type_attr,
     int_vector,
     normalized_axes,
     rank_of,
@@ -446,9 +447,7 @@ def _one_hot(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
 
 @converter("NonZero")
 def _non_zero(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    to = ctx.element_type("output_type", "i64")
-    if to not in (DType.int32, DType.int64):
-        raise ctx.error(f"attribute 'output_type' is {to}, expected i32 or i64")
+    to = index_type_attr(ctx)
     return [cast_to(ctx, ctx.em.op("NonZero", [ctx.input(0)]), to)]
 
 
@@ -461,11 +460,8 @@ def _unique(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
             raise ctx.error(f"input #1 (axis) must hold one integer, got {axes}")
         attrs["axis"] = axes[0]
     values, first, inverse, counts = ctx.em.ops("Unique", [ctx.input(0)], attrs)
-    index_type = ctx.element_type("index_element_type", "i64")
-    count_type = ctx.element_type("count_element_type", "i64")
-    for dt, key in ((index_type, "index_element_type"), (count_type, "count_element_type")):
-        if dt not in (DType.int32, DType.int64):
-            raise ctx.error(f"attribute '{key}' is {dt}, expected i32 or i64")
+    index_type = index_type_attr(ctx, "index_element_type")
+    count_type = index_type_attr(ctx, "count_element_type")
     return [
         values,
         cast_to(ctx, first, index_type),
@@ -564,9 +560,7 @@ def _count_below(ctx: LayerContext, seq: Value, values: Value, inclusive: bool) 
 @converter("Bucketize")
 def _bucketize(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     em = ctx.em
-    to = ctx.element_type("output_type", "i64")
-    if to not in (DType.int32, DType.int64):
-        raise ctx.error(f"attribute 'output_type' is {to}, expected i32 or i64")
+    to = index_type_attr(ctx)
     right = ctx.bool_attr("with_right_bound", "true")
     x, buckets = ctx.input(0), ctx.input(1)
     if type_of(ctx, buckets).rank != 1:
@@ -589,9 +583,7 @@ def _common_type(ctx: LayerContext, a: Value, b: Value) -> DType:
 def _search_sorted(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     em = ctx.em
     seq, values = ctx.input(0), ctx.input(1)
-    to = ctx.element_type("output_type", "i64")
-    if to not in (DType.int32, DType.int64):
-        raise ctx.error(f"attribute 'output_type' is {to}, expected i32 or i64")
+    to = index_type_attr(ctx)
     right = ctx.bool_attr("right_mode", "false")
     sr, vr = rank_of(ctx, 0, "sorted_sequence"), rank_of(ctx, 1, "values")
     if sr != 1 and sr != vr:

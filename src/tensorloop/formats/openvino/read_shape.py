@@ -17,6 +17,7 @@ from .inputs import (
     const_int,
     const_ints,
     has_input,
+    index_type_attr,
     int_vector,
     normalized_axes,
     rank_of,
@@ -83,9 +84,7 @@ def _transpose(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
 
 @converter("ShapeOf")
 def _shape_of(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    to = ctx.element_type("output_type", "i64")
-    if to not in (DType.int32, DType.int64):
-        raise ctx.error(f"attribute 'output_type' is {to}, expected i32 or i64")
+    to = index_type_attr(ctx)
     return [cast_to(ctx, ctx.em.op("Shape", [ctx.input(0)]), to)]
 
 
@@ -296,21 +295,24 @@ def _shuffle_channels(ctx: LayerContext, inputs: list[Value | None]) -> list[Val
     return [reshape(ctx, shuffled, dims)]
 
 
-def _block_spec(ctx: LayerContext, rank: int) -> list[list[int]]:
+def _block_spec(ctx: LayerContext, layer: str) -> tuple[Value, list[int], list[list[int]]]:
+    """The data (input #0, of a static shape), its dims, and block_shape, begin and end (inputs
+    #1 to #3, one value per dim each)."""
+    x = ctx.input(0)
+    dims = static_dims(ctx, x, layer)
+    rank = len(dims)
     specs = [const_ints(ctx, i, what) for i, what in ((1, "block_shape"), (2, "begin"), (3, "end"))]
     if any(len(s) != rank for s in specs):
         raise ctx.error(f"block_shape, begin and end must hold {rank} values, got {specs}")
     if any(b < 1 for b in specs[0]) or any(p < 0 for p in specs[1] + specs[2]):
         raise ctx.error(f"invalid block_shape {specs[0]} or pads/crops {specs[1]} {specs[2]}")
-    return specs
+    return x, dims, specs
 
 
 @converter("SpaceToBatch")
 def _space_to_batch(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    x = ctx.input(0)
-    dims = static_dims(ctx, x, "SpaceToBatch")
+    x, dims, (block, begin, end) = _block_spec(ctx, "SpaceToBatch")
     rank = len(dims)
-    block, begin, end = _block_spec(ctx, rank)
     padded = ctx.em.op("Pad", [x, ctx.em.ints(begin + end)])
     sizes = [d + b + e for d, b, e in zip(dims, begin, end, strict=True)]
     if any(s % b for s, b in zip(sizes, block, strict=True)):
@@ -327,10 +329,8 @@ def _space_to_batch(ctx: LayerContext, inputs: list[Value | None]) -> list[Value
 
 @converter("BatchToSpace")
 def _batch_to_space(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    x = ctx.input(0)
-    dims = static_dims(ctx, x, "BatchToSpace")
+    x, dims, (block, begin, end) = _block_spec(ctx, "BatchToSpace")
     rank = len(dims)
-    block, begin, end = _block_spec(ctx, rank)
     total = math.prod(block)
     if dims[0] % total:
         raise ctx.error(f"the batch {dims[0]} is not a multiple of prod(block_shape {block})")
