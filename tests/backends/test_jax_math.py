@@ -1,4 +1,4 @@
-"""The JAX backend's maths, activation, reduction and cast lowerings (backends/xla/ops_math.py):
+"""The JAX backend's maths, activation, reduction and cast lowerings (backends/jax/ops_math.py):
 each op runs on XLA (not on the compiled backend) and computes what the reference computes,
 across dtypes, shapes, attribute variants and edge cases (NaN, inf, empty, negative axes); data
 the reference leaves to C's undefined behaviour deoptimizes and still agrees."""

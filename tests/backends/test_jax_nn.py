@@ -1,4 +1,4 @@
-"""The jax backend's lowerings of the neural-network ops (backends/xla/ops_nn.py): each agrees
+"""The jax backend's lowerings of the neural-network ops (backends/jax/ops_nn.py): each agrees
 with the reference kernel over attribute variants, dtypes and edge cases, and runs on XLA (not
 on the compiled backend) for typical models."""
 
