@@ -12,7 +12,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/n
     export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi -L
 python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
-python3 -m pytest -q -p no:cacheprovider tests/backends/test_jax.py "$@"
+python3 -m pytest -q -p no:cacheprovider tests/backends/jax/test_jax.py "$@"
 PYTHONUNBUFFERED=1 python3 benchmarks/compare.py --backends compiled,jax --no-first-run \
     --case while --case nested --case scan-sum --case lstm-loop-small --case lstm-loop-medium \
     --case lstm-loop-large --repeats 5 --warmup 1

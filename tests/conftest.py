@@ -71,7 +71,7 @@ CHECKED_BACKENDS = ("reference", "compiled")
 
 JAX_SAMPLE = int(os.environ.get("TENSORLOOP_JAX_SAMPLE", "6"))
 """The suite-wide law runs on the jax backend too in one test of every ``JAX_SAMPLE`` (a fixed
-sample, by the CRC of the test's id), and in every test of ``tests/backends/test_jax*``:
+sample, by the CRC of the test's id), and in every test of ``tests/backends/jax/``:
 compiling every model of the suite with XLA would take CI past its time. ``TENSORLOOP_JAX_SAMPLE=1``
 checks every test (the full run); ``0`` none."""
 

@@ -450,7 +450,12 @@ def _onnxruntime_range(bounds: list[np.ndarray], attrs: dict[str, int]) -> np.nd
     model.graph.node.append(helper.make_node("Cast", ["y0"], ["wide"], to=TensorProto.FLOAT))
     del model.graph.output[:]
     model.graph.output.append(helper.make_empty_tensor_value_info("wide"))
-    (wide,) = ort_run(model, bounds)
+    try:
+        (wide,) = ort_run(model, bounds)
+    except Exception as exc:  # onnxruntime before 1.32 refuses opset 27 as "under development"
+        if "Opset 27" not in str(exc):
+            raise
+        pytest.skip(f"this onnxruntime does not run opset 27: {str(exc).splitlines()[0][-120:]}")
     return wide
 
 

@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 
 from ..tools.bench import HANDOFFS_NOTE, MEMORY_NOTE, TRACED_NOTE, Benchmark, bench
-from . import console, main, plain, print_json
+from .common import console, main, plain, print_json
 from .compare import feed_options, runtimes_option
 from .inputs import Inputs, input_options
 

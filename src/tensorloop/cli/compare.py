@@ -17,7 +17,7 @@ from ..tools.compare import (
     compare,
     parse_runtimes,
 )
-from . import console, main, plain, print_json
+from .common import console, main, plain, print_json
 from .inputs import Inputs, input_options
 
 F = TypeVar("F", bound=Callable[..., Any])

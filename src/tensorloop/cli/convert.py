@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..io import save
-from . import fail, load_model, main, writable_file
+from .common import fail, load_model, main, writable_file
 
 
 @main.command()

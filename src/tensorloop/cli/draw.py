@@ -7,7 +7,7 @@ from typing import cast
 import click
 
 from ..tools.draw import SUFFIXES, ConstantStyle, DrawError, render
-from . import fail, load_model, main, writable_file
+from .common import fail, load_model, main, writable_file
 
 
 @main.command()

@@ -13,7 +13,7 @@ from rich.table import Table
 from ..formats.summary import LoopSummary, ModelSummary, graph_summary, summarize
 from ..ir.graph import Graph
 from ..ir.printer import print_graph
-from . import body_paths, console, load_model, main, plain, print_json
+from .common import body_paths, console, load_model, main, plain, print_json
 
 ELIDE_CONSTANTS = 16
 """Constants with more elements than this print as ``[...]`` in ``--ir`` (``--full-constants``

@@ -26,7 +26,7 @@ from ..reference.runtime import LOOP_SEPARATOR, LoopObserver, loop_label
 from ..reference.trace import TraceEntry
 from ..tensor.dtypes import from_numpy
 from ..tools.inputs import write_inputs_file
-from . import (
+from .common import (
     backend_option,
     console,
     describe_error,

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..errors import InputError, TensorloopError
 from ..limits import Limits
 from ..tools.trace import STATISTICS, Iterations, SummaryRow, Trace, loop_text, save
-from . import (
+from .common import (
     CONTEXT_SETTINGS,
     backend_option,
     console,

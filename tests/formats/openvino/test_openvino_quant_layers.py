@@ -289,7 +289,8 @@ def _agrees_with_the_plugin(
     (theirs,) = compile_cpu(path)(feeds).values()
     theirs = np.asarray(theirs)
     assert theirs.dtype == ours.dtype and theirs.shape == ours.shape, (theirs.dtype, theirs.shape)
-    assert where.shape == ours.shape and where.mean() > 0.5, "too little left to compare"
+    # a third of wide-range random data is clear of the subnormal range whatever the draw
+    assert where.shape == ours.shape and where.mean() > 1 / 3, "too little left to compare"
     np.testing.assert_allclose(
         ours[where], theirs[where], rtol=tol.get("rtol", 1e-6), atol=tol.get("atol", 1e-6)
     )

@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import TensorloopError
+from ...errors import TensorloopError, VerificationError
 from ...ir.graph import Graph, Node
+from ...ir.verify import verify
 from ...passes import (
     eliminate_common_subexpressions,
     eliminate_dead_loop_values,
@@ -184,10 +185,23 @@ class CompiledBackend:
 
 def optimize(graph: Graph, passes: Sequence[Pass] | None = None) -> Graph:
     """``graph`` after ``passes`` (``PIPELINE`` by default), rewritten in place."""
+    checked = VERIFY_PASSES and _verifies(graph)
     with np.errstate(all="ignore"):
         for p in PIPELINE if passes is None else passes:
-            graph = (p(graph) if VERIFY_PASSES else p.run(graph)).graph
+            graph = (p(graph) if checked else p.run(graph)).graph
     return graph
+
+
+def _verifies(graph: Graph) -> bool:
+    """Whether the specialised ``graph`` verifies before any pass runs. A signature can leave a
+    node that no type fits (a Reshape of a Slice that a Check refuses at run time first): the
+    run reports that fault as the reference does, and the passes, which did not make it, are
+    not checked against it."""
+    try:
+        verify(graph)
+    except VerificationError:
+        return False
+    return True
 
 
 register_backend("compiled", CompiledBackend)
