@@ -24,7 +24,7 @@ from tensorloop.passes import (
     run_passes,
 )
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=30, deadline=None)
 
 BEFORE = textwrap.dedent(
     """\

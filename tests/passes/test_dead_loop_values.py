@@ -19,7 +19,7 @@ from tensorloop.ir.printer import print_graph
 from tensorloop.passes import eliminate_dead_code, eliminate_dead_loop_values
 from tensorloop.tensor.dtypes import string_array
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=30, deadline=None)
 
 BEFORE = textwrap.dedent(
     """\

@@ -19,7 +19,7 @@ from tensorloop.errors import TensorloopError
 from tensorloop.ir.graph import Graph
 from tensorloop.passes import Pass, PassResult, run_passes
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=30, deadline=None)
 
 
 class _Pipeline(Pass):

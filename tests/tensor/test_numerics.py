@@ -162,7 +162,7 @@ def _near_midpoints(dt: DType) -> st.SearchStrategy[float]:
 
 
 @pytest.mark.parametrize("dt", NARROW, ids=str)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_round_to_rounds_float64_correctly(dt: DType, data: st.DataObject) -> None:
     x = data.draw(_near_midpoints(dt))
@@ -338,7 +338,7 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 @pytest.mark.parametrize("dt", NARROW, ids=str)
 @pytest.mark.parametrize("op", list(BINARY))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_widened_arithmetic_rounds_correctly(dt: DType, op: str, data: st.DataObject) -> None:
     patterns = st.integers(0, (1 << dt.bits) - 1)
@@ -358,7 +358,7 @@ def test_widened_arithmetic_rounds_correctly(dt: DType, op: str, data: st.DataOb
 
 
 @pytest.mark.parametrize("dt", NARROW, ids=str)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_widened_square_root_rounds_correctly(dt: DType, data: st.DataObject) -> None:
     a = _narrow(dt, data.draw(st.integers(0, (1 << dt.bits) - 1)))
