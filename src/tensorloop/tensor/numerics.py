@@ -153,12 +153,12 @@ def round_to(x: Any, dt: DTypeLike, xp: Any = np) -> Array:
     if to == _E8M0 and a.dtype == _FLOAT64:
         return _e8m0(a, xp)
     if to in _WIDENED_NUMPY and a.dtype == _FLOAT64:
-        a = _f32_round_to_odd(a, xp)
+        a = f32_round_to_odd(a, xp)
     with np.errstate(over="ignore", invalid="ignore"):
         return a.astype(to)
 
 
-def _f32_round_to_odd(x: Array, xp: Any) -> Array:
+def f32_round_to_odd(x: Array, xp: Any = np) -> Array:
     """float64 ``x`` rounded to float32 toward zero, the last bit set where that was inexact:
     float32 has at least two more bits than any narrow float, so rounding this once more is the
     correct rounding of ``x``."""
@@ -194,6 +194,7 @@ __all__ = [
     "accumulates_wide",
     "accumulator_dtype",
     "compute_dtype",
+    "f32_round_to_odd",
     "is_float",
     "is_widened",
     "lift",

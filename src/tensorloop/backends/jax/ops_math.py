@@ -20,7 +20,13 @@ from ...ir.graph import Node
 from ...ops.common import normalize_axes
 from ...ops.math import parse_einsum
 from ...reference.kernels import portable
-from ...tensor.numerics import accumulator_dtype, is_widened, lift, round_to
+from ...tensor.numerics import (
+    accumulator_dtype,
+    f32_round_to_odd,
+    is_widened,
+    lift,
+    round_to,
+)
 from ...tensor.types import normalize_axis
 from .lowering import JaxValue, LowerContext, UnlowerableError, lowers, needs_constant
 from .ops import deopt_on_subnormal, is_float, widen
@@ -89,18 +95,6 @@ def _one(x: JaxValue, what: str) -> JaxValue:
 _WIDE = frozenset(np.dtype(t) for t in (np.float64, np.int32, np.uint32, np.int64, np.uint64))
 
 
-def _f32_round_to_odd(x: JaxValue) -> JaxValue:
-    """float64 ``x`` rounded to float32 toward zero, the last bit set where that was inexact:
-    rounding that once more to a narrow float is the correct rounding of ``x``."""
-    nearest = x.astype(jnp.float32)
-    back = nearest.astype(jnp.float64)
-    inexact = jnp.isfinite(x) & (back != x)
-    bits = lax.bitcast_convert_type(nearest, jnp.uint32)
-    bits = jnp.where(inexact & (jnp.abs(back) > jnp.abs(x)), bits - jnp.uint32(1), bits)
-    bits = jnp.where(inexact, bits | jnp.uint32(1), bits)
-    return lax.bitcast_convert_type(bits, jnp.float32)
-
-
 def _convert(ctx: LowerContext, node: Node, x: JaxValue) -> JaxValue:
     to = _out_dtype(node)
     if x.dtype == to:
@@ -111,10 +105,9 @@ def _convert(ctx: LowerContext, node: Node, x: JaxValue) -> JaxValue:
     if _is_int(to):
         return _result(ctx, node, x)  # ints wrap, floats truncate (deopt outside the range)
     if is_widened(to):  # as ml_dtypes rounds: once, from float32 or a rounded-to-odd float64
-        wide = (
-            _f32_round_to_odd(x.astype(jnp.float64)) if x.dtype in _WIDE else x.astype(jnp.float32)
-        )
-        return wide.astype(to)
+        if x.dtype in _WIDE:
+            return f32_round_to_odd(x.astype(jnp.float64), jnp).astype(to)
+        return x.astype(jnp.float32).astype(to)
     return x.astype(to)
 
 

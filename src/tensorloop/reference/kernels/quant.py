@@ -12,6 +12,7 @@ import numpy as np
 
 from ...ops.quant import expand_param, quantized_type
 from ...tensor.dtypes import DType, dtype, float_max, int_range, string_array
+from ...tensor.numerics import f32_round_to_odd
 from ..registry import KernelContext, kernel
 from .elementwise import Array, fail
 
@@ -48,7 +49,7 @@ def convert(x: Array, to: DType, saturate: bool = True, round_mode: str = "up") 
             return plain.astype(to.numpy)
     # ml_dtypes rounds to its narrow floats from float32 (from float64 it goes through float32,
     # rounding twice). Rounding to odd on the way to float32 keeps the final rounding exact.
-    narrow = _f32_round_to_odd(plain.astype(_F64)) if plain.dtype in _WIDE else plain.astype(_F32)
+    narrow = f32_round_to_odd(plain.astype(_F64)) if plain.dtype in _WIDE else plain.astype(_F32)
     if saturate and to in SATURABLE:
         limit = float_max(to)
         narrow = np.clip(narrow, -limit, limit)
@@ -79,19 +80,6 @@ def _to_int(plain: Array, to: DType) -> Array:
     if to.is_signed:
         low = np.where(low >= 1 << (to.bits - 1), low - (1 << to.bits), low)
     return low.astype(to.numpy)
-
-
-def _f32_round_to_odd(x: Array) -> Array:
-    """float64 ``x`` rounded to float32 toward zero, the last bit set where that was inexact."""
-    with np.errstate(over="ignore"):
-        nearest = np.asarray(x.astype(_F32))
-    back = nearest.astype(_F64)
-    inexact = np.isfinite(x) & (back != x)
-    bits = nearest.view(np.uint32)
-    # One step toward zero undoes a rounding away from it: sign and magnitude are separate bits.
-    bits = np.where(inexact & (np.abs(back) > np.abs(x)), bits - np.uint32(1), bits)
-    bits = np.where(inexact, bits | np.uint32(1), bits)
-    return np.asarray(bits, dtype=np.uint32).view(_F32)
 
 
 def _to_e8m0(x: Array, saturate: bool, round_mode: str) -> Array:
