@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from .errors import FormatError, TensorloopError
+from .formats import format_module
 from .model import Model
-
-FORMATS = {
-    ".tl": "text",
-    ".tlir": "text",
-    ".onnx": "onnx",
-    ".xml": "openvino",
-}
-"""Model files by suffix: the ``tensorloop.formats`` module whose ``load_file(path, **options)``
-and ``save_file(model, path, **options)`` read and write them (imported on first use)."""
-
-
-def _format(path: str | os.PathLike[str], verb: str) -> ModuleType:
-    suffix = Path(path).suffix.lower()
-    name = FORMATS.get(suffix)
-    if name is None:
-        known = ", ".join(sorted(FORMATS))
-        raise FormatError(f"{path}: unknown model format '{suffix}'; tensorloop {verb}s {known}")
-    return importlib.import_module(f"tensorloop.formats.{name}")
 
 
 def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
@@ -39,7 +20,7 @@ def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
 
             return _guarded(f"<ONNX model '{path.graph.name}'>", load_onnx, path, **options)
         raise FormatError(f"cannot load a {type(path).__name__}: expected a path or a ModelProto")
-    fn = _format(path, "load").load_file
+    fn = format_module(path, "load").load_file
     if not Path(path).is_file():
         raise FormatError(f"{path}: no such file")
     return _guarded(str(path), fn, path, **options)
@@ -67,4 +48,4 @@ def _guarded(label: str, fn: Callable[..., Model], *args: Any, **options: Any) -
 
 def save(model: Model, path: str | os.PathLike[str], **options: Any) -> None:
     """Write a model; the format follows the suffix."""
-    _format(path, "save").save_file(model, path, **options)
+    format_module(path, "save").save_file(model, path, **options)

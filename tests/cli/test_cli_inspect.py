@@ -104,16 +104,18 @@ def test_inspect_errors_are_one_line(tmp_path: Path) -> None:
     assert "not a readable ONNX model" in result.output and "Traceback" not in result.output
 
 
-def test_summaries_are_registered_by_suffix(tmp_path: Path) -> None:
-    """formats/summary.py keeps the registry; each format's summary module registers itself,
-    reading its files with that format's own reader."""
+def test_summaries_are_found_by_suffix(tmp_path: Path) -> None:
+    """formats/__init__.py's one suffix table picks the format module; each format's summary
+    reads its files with that format's own reader."""
     import tensorloop.formats.summary as fs
+    from tensorloop.formats import FORMATS, format_module
 
     summary = fs.summarize(SCRIPTED)
     assert summary.format == "ONNX"
-    assert {".onnx", ".xml", ".tl", ".tlir"} <= set(fs._SUMMARIZERS)
-    assert fs._SUMMARIZERS[".onnx"].__module__ == "tensorloop.formats.onnx.summary"
-    assert fs._SUMMARIZERS[".xml"].__module__ == "tensorloop.formats.openvino.summary"
+    summarizers = {s: format_module(f"m{s}", "read").summarize_file for s in (".onnx", ".xml")}
+    assert {".onnx", ".xml", ".tl", ".tlir"} <= set(FORMATS)
+    assert summarizers[".onnx"].__module__ == "tensorloop.formats.onnx.summary"
+    assert summarizers[".xml"].__module__ == "tensorloop.formats.openvino.summary"
     odd = tmp_path / "m.pb"
     odd.write_bytes(b"")
     with pytest.raises(FormatError, match=r"m.pb: unknown model format '.pb'; tensorloop reads"):

@@ -1,14 +1,13 @@
 """``summarize(path)``: a model file as written (format, versions, producer, ports, op counts,
 weights, and every loop and branch with its ports and body) before tensorloop lowers it.
 
-Each format registers the summary of its files by suffix (``@summarizer(".onnx")`` in
-``onnx/summary.py``, ``.xml`` in ``openvino/summary.py``), reading them with its own reader; the
-text IR (``.tl``) and any tensorloop graph are summarised here, by ``graph_summary``.
+Each format module's ``summarize_file`` (``onnx/summary.py``, ``openvino/summary.py``, ``text.py``)
+reads its files with that format's own reader; any tensorloop graph is summarised here, by
+``graph_summary``.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from ..errors import FormatError, TensorloopError
 from ..ir.branch import If
 from ..ir.graph import Graph
 from ..ir.loop import Loop
+from . import format_module
 
 
 @dataclass(frozen=True)
@@ -96,39 +96,13 @@ class ModelSummary:
         return data
 
 
-# -- the registry ---------------------------------------------------------------------------------
-Summarizer = Callable[[Path], ModelSummary]
-"""``fn(path) -> ModelSummary`` for a file that exists; a FormatError if it cannot be read."""
-
-_SUMMARIZERS: dict[str, Summarizer] = {}
-_FORMATS = ("tensorloop.formats.onnx.summary", "tensorloop.formats.openvino.summary")
-"""The modules that register a format's summarizer, imported on first use."""
-
-
-def summarizer(*suffixes: str) -> Callable[[Summarizer], Summarizer]:
-    """Register ``fn`` as the summary of files with these (lower-case) suffixes."""
-
-    def register(fn: Summarizer) -> Summarizer:
-        for s in suffixes:
-            _SUMMARIZERS[s] = fn
-        return fn
-
-    return register
-
-
 def summarize(path: str | os.PathLike[str]) -> ModelSummary:
     """The summary of the model file at ``path`` (``.onnx``, OpenVINO ``.xml``, text IR), read
     from the file itself; a FormatError if it cannot be read."""
-    for module in _FORMATS:
-        importlib.import_module(module)
     p = Path(path)
     if not p.is_file():
         raise FormatError(f"{path}: no such file")
-    suffix = p.suffix.lower()
-    fn = _SUMMARIZERS.get(suffix)
-    if fn is None:
-        known = ", ".join(sorted(_SUMMARIZERS))
-        raise FormatError(f"{path}: unknown model format '{suffix}'; tensorloop reads {known}")
+    fn: Callable[[Path], ModelSummary] = format_module(p, "read").summarize_file
     try:
         return fn(p)
     except TensorloopError:
@@ -139,15 +113,7 @@ def summarize(path: str | os.PathLike[str]) -> ModelSummary:
         raise FormatError(f"{path}: cannot read this model ({type(exc).__name__}: {exc})") from exc
 
 
-# -- the canonical graph and the text IR ----------------------------------------------------------
-@summarizer(".tl", ".tlir")
-def _text_summary(path: Path) -> ModelSummary:
-    """A text IR file: its graph, parsed and checked as ``tl.load`` reads it."""
-    from .text import load_file
-
-    return graph_summary(load_file(path).graph, str(path), "tensorloop text IR")
-
-
+# -- the canonical graph ---------------------------------------------------------------------
 def graph_summary(graph: Graph, path: str = "", fmt: str = "tensorloop graph") -> ModelSummary:
     """A summary of a tensorloop graph (a text IR file, or any model's canonical graph)."""
     counts = Counter(n.op for _, n in graph.walk())
@@ -228,9 +194,7 @@ __all__ = [
     "LoopSummary",
     "ModelSummary",
     "Port",
-    "Summarizer",
     "graph_loops",
     "graph_summary",
     "summarize",
-    "summarizer",
 ]

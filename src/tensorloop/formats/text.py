@@ -11,6 +11,7 @@ from ..errors import ParseError, TensorloopError
 from ..ir.parser import parse_graph
 from ..ir.printer import print_graph
 from ..model import Model
+from .summary import ModelSummary, graph_summary
 
 SUFFIXES = (".tl", ".tlir")
 
@@ -32,3 +33,8 @@ def load_file(path: str | os.PathLike[str], **options: Any) -> Model:
 
 def save_file(model: Model, path: str | os.PathLike[str]) -> None:
     Path(path).write_text(print_graph(model.graph) + "\n", encoding="utf-8")
+
+
+def summarize_file(path: Path) -> ModelSummary:
+    """A text IR file: its graph, parsed and checked as ``tl.load`` reads it."""
+    return graph_summary(load_file(path).graph, str(path), "tensorloop text IR")

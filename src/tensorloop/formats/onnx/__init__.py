@@ -22,6 +22,7 @@ def load_file(path: str | os.PathLike[str], **options: Any) -> Model:
     return load_onnx(path, **options)
 
 
+from .summary import summarize_file  # noqa: E402
 from .writer import save_file  # noqa: E402
 
-__all__ = ["load_file", "load_onnx", "save_file"]
+__all__ = ["load_file", "load_onnx", "save_file", "summarize_file"]

@@ -13,15 +13,14 @@ import onnx
 
 from ...errors import FormatError
 from ...tensor.dtypes import DType
-from ..summary import LoopSummary, ModelSummary, Port, summarizer
+from ..summary import LoopSummary, ModelSummary, Port
 from .convert import ONNX_DTYPES, tensor_value
 from .reader import parse_file
 
 _RNN_CARRIED = {"LSTM": 2, "GRU": 1, "RNN": 1}
 
 
-@summarizer(".onnx")
-def summarize_onnx(path: Path) -> ModelSummary:
+def summarize_file(path: Path) -> ModelSummary:
     """An ONNX file as written, parsed by the reader's ``parse_file`` (no version is refused:
     the summary shows what the file says)."""
     proto = parse_file(path)

@@ -28,6 +28,7 @@ def load_file(path: str | os.PathLike[str], **options: Any) -> Model:
 
 # families registers the layer converters and writers (families.py lists them)
 from . import families  # noqa: E402,F401
+from .summary import summarize_file  # noqa: E402
 from .writer import save_file  # noqa: E402
 
-__all__ = ["load_file", "load_openvino", "save_file"]
+__all__ = ["load_file", "load_openvino", "save_file", "summarize_file"]

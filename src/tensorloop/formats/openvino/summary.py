@@ -15,15 +15,14 @@ import defusedxml.ElementTree as SafeET
 from ...errors import FormatError, TensorloopError
 from ...tensor.dtypes import dtype
 from ...tensor.types import TensorType
-from ..summary import LoopSummary, ModelSummary, Port, summarizer
+from ..summary import LoopSummary, ModelSummary, Port
 from .document import Net
 from .reader import PRECISIONS, Weights, read_xml
 
 _FLOATS = {"f16", "f32", "f64", "bf16"}
 
 
-@summarizer(".xml")
-def summarize_openvino(path: Path) -> ModelSummary:
+def summarize_file(path: Path) -> ModelSummary:
     """An OpenVINO IR file as written, parsed by the reader's ``read_xml``."""
     net = read_xml(path)
     summary = ModelSummary(
