@@ -7,6 +7,7 @@ from .dead_loop_values import eliminate_dead_loop_values
 from .fold_constants import fold_constants
 from .hoist_invariants import hoist_loop_invariants
 from .hoist_sliced import hoist_sliced_work
+from .inline_branches import inline_constant_branches
 from .merge_split_elementwise import merge_split_elementwise
 from .prefix_sums import loop_prefix_sums
 from .sequences import lower_sequences
@@ -21,6 +22,7 @@ __all__ = [
     "fold_constants",
     "hoist_loop_invariants",
     "hoist_sliced_work",
+    "inline_constant_branches",
     "loop_prefix_sums",
     "lower_sequences",
     "merge_split_elementwise",

@@ -1,19 +1,42 @@
 """A graph specialised to one input signature: concrete parameter types, re-inferred types,
-and what they make constant (shapes, sizes, the arithmetic on them) folded away."""
+and what they make constant (shapes, sizes, the arithmetic on them, the branches that the
+values of guarded control inputs choose) folded away."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import TensorloopError
-from ..ir.graph import Graph, Value
+from ..ir.branch import If
+from ..ir.emit import Emitter
+from ..ir.graph import Graph, Node, Value
 from ..ir.loop import Loop
 from ..ir.opdef import infer_types
 from ..tensor.types import TensorType, Type
-from . import fold_constants
+from . import fold_constants, inline_constant_branches
+
+MAX_GUARDED_ELEMENTS = 8
+"""A control input is guarded on its value only while it holds at most this many elements."""
+
+SHAPE_OPERANDS: dict[str, frozenset[int]] = {
+    "Reshape": frozenset({1}),
+    "Expand": frozenset({1}),
+    "ConstantOfShape": frozenset({0}),
+    "Tile": frozenset({1}),
+    "Range": frozenset({0, 1, 2}),
+    "Slice": frozenset({1, 2, 3, 4}),
+    "Pad": frozenset({1, 3}),
+    "Unsqueeze": frozenset({1}),
+    "Squeeze": frozenset({1}),
+    "Resize": frozenset({1, 2, 3}),
+    "TopK": frozenset({1}),
+    "OneHot": frozenset({1}),
+    "Split": frozenset({1}),
+}
+"""The operands of each op that decide its output's shape rather than its values."""
 
 
 def signature(args: Sequence[Any]) -> tuple[Hashable, ...]:
@@ -29,8 +52,68 @@ def _signature(value: Any) -> Hashable:
     return None if value is None else type(value).__name__
 
 
-def specialize(graph: Graph, args: Sequence[Any], *, fold: bool = True) -> Graph:
-    """A copy of ``graph`` typed for ``args``; with ``fold``, constants folded too.
+def control_inputs(graph: Graph) -> frozenset[int]:
+    """The positions of ``graph``'s integer or bool inputs whose values decide control flow or
+    shapes: what reaches, through any ops, an If's condition or a shape operand
+    (``SHAPE_OPERANDS``), at any depth. A plan may guard on their values (a tracing JIT's
+    guards, JAX's static arguments): it is then made for those values and used only for them."""
+    return frozenset(
+        k
+        for k, param in enumerate(graph.inputs)
+        if isinstance(param.type, TensorType)
+        and (param.type.dtype.is_int or param.type.dtype.value == "bool")
+        and _decides(param)
+    )
+
+
+def _decides(start: Value) -> bool:
+    seen: set[int] = set()
+    todo = [start]
+    while todo:
+        value = todo.pop()
+        for use in value.uses:
+            node = use.node
+            if node.op == "If" and use.port == 0:
+                return True
+            if use.port in SHAPE_OPERANDS.get(node.op, ()):
+                return True
+            follow: list[Value] = list(node.outputs)
+            if node.op == "If":  # a captured value: the branches' parameters read it
+                follow += [If(node).then_branch.inputs[use.port - 1]]
+                follow += [If(node).else_branch.inputs[use.port - 1]]
+            for out in follow:
+                if id(out) not in seen:
+                    seen.add(id(out))
+                    todo.append(out)
+    return False
+
+
+def guard_values(graph: Graph, args: Sequence[Any], guarded: frozenset[int]) -> dict[int, Any]:
+    """The values of ``args`` that a plan guarded on ``guarded`` (``control_inputs``) is made
+    for: the small integer or bool arrays among them, by position."""
+    values: dict[int, Any] = {}
+    for k in guarded:
+        arg = args[k]
+        if isinstance(arg, np.ndarray) and arg.size <= MAX_GUARDED_ELEMENTS:
+            values[k] = arg
+    return values
+
+
+def guard_key(values: Mapping[int, Any]) -> Hashable:
+    """A hashable key of guarded ``values`` (dtype, shape and bytes of each)."""
+    return tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in sorted(values.items()))
+
+
+def specialize(
+    graph: Graph,
+    args: Sequence[Any],
+    *,
+    fold: bool = True,
+    constants: Mapping[int, Any] | None = None,
+) -> Graph:
+    """A copy of ``graph`` typed for ``args``; with ``fold``, constants folded too, and the
+    inputs at the positions of ``constants`` read as those constants (a plan guarded on their
+    values), If nodes whose condition that makes constant replaced by their branch.
 
     A type the rules cannot make static keeps the declared one. A loop body is re-typed with
     the static types of the loop's inputs only where that is a fixed point: each carried value's
@@ -40,17 +123,35 @@ def specialize(graph: Graph, args: Sequence[Any], *, fold: bool = True) -> Graph
     for param, arg in zip(copy.inputs, args, strict=True):
         if isinstance(param.type, TensorType) and isinstance(arg, np.ndarray):
             param.type = TensorType(param.type.dtype, arg.shape)
+    if fold and constants:
+        for k, value in constants.items():
+            param = copy.inputs[k]
+            if param.uses:
+                anchor = copy.nodes[0] if copy.nodes else None
+                const = Emitter(copy, anchor).const(value, param.tensor_type.dtype)
+                for use in list(param.uses):
+                    use.node.set_input(use.port, const)
     _retype(copy)
     if fold:
         with np.errstate(all="ignore"):
-            copy = fold_constants.run(copy).graph
+            for _ in range(_MAX_ROUNDS):
+                copy = fold_constants.run(copy).graph
+                if not inline_constant_branches.run(copy).changed:
+                    break
+                _retype(copy)
     return copy
+
+
+_MAX_ROUNDS = 16
+"""Fold and inline rounds: each round inlines a level of nested constant branches."""
 
 
 def _retype(graph: Graph) -> None:
     for node in graph.nodes:
         if node.op == "Loop":
             _retype_body(Loop(node))
+        elif node.op == "If":
+            _retype_branches(node)
         try:
             types = infer_types(node.op, node.inputs, node.attrs, node.name)
         except TensorloopError:
@@ -81,6 +182,17 @@ def _retype_body(loop: Loop) -> None:
     if any(c.next.type != c.param.type for c in loop.carried):
         for v, t in before.items():  # not a fixed point: the declared types stand
             v.type = t
+
+
+def _retype_branches(node: Node) -> None:
+    """Type each branch's parameters as the captured values are typed here, then its nodes."""
+    view = If(node)
+    for branch in (view.then_branch, view.else_branch):
+        for param, value in zip(branch.inputs, view.captured, strict=True):
+            t = _type(value)
+            if t is not None and _more_static(t, param.type):
+                param.type = t
+        _retype(branch)
 
 
 def _body_values(graph: Graph) -> list[Value]:

@@ -85,14 +85,8 @@ def invoke(fn: Kernel, ctx: KernelContext, inputs: Sequence[Any]) -> list[Any]:
         result = fn(ctx, *inputs)
     except TensorloopError:
         raise
-    except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
-        shapes = ", ".join(describe(x) for x in inputs)
-        raise ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}") from exc
-    except MemoryError as exc:  # what the limits let through, the machine could not give
-        shapes = ", ".join(describe(x) for x in inputs)
-        raise ResourceLimitError(
-            f"{node.describe()} ran out of memory on inputs ({shapes}): {exc}"
-        ) from None
+    except KERNEL_FAULTS as exc:
+        raise kernel_error(node, inputs, exc) from exc
     # A tuple is one value per output; anything else (a list is a sequence) is one output.
     outs = list(result) if isinstance(result, tuple) else [result]
     if len(node.outputs) == 0 and result is None:
@@ -102,6 +96,22 @@ def invoke(fn: Kernel, ctx: KernelContext, inputs: Sequence[Any]) -> list[Any]:
             f"{node.describe()}: kernel returned {len(outs)} values for {len(node.outputs)} outputs"
         )
     return [conform(node, i, o) for i, o in enumerate(outs)]
+
+
+KERNEL_FAULTS = (ValueError, TypeError, IndexError, ArithmeticError, MemoryError)
+"""What a kernel raises on inputs it cannot take (``kernel_error`` names them)."""
+
+
+def kernel_error(node: Node, inputs: Sequence[Any], exc: BaseException) -> TensorloopError:
+    """The error of ``node`` whose kernel raised ``exc`` (one of ``KERNEL_FAULTS``) on
+    ``inputs``: an ExecutionError, or a ResourceLimitError for memory the limits let through
+    but the machine could not give."""
+    shapes = ", ".join(describe(x) for x in inputs)
+    if isinstance(exc, MemoryError):
+        return ResourceLimitError(
+            f"{node.describe()} ran out of memory on inputs ({shapes}): {exc}"
+        )
+    return ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}")
 
 
 def conform(node: Node, index: int, result: Any) -> Any:

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ExecutionError
-from ...ir.graph import Graph, Node
+from ...errors import ExecutionError, TensorloopError
+from ...ir.graph import Graph, Node, static_type
 from ...ir.opdef import get_opdef
 from ...reference.allocation import check_outputs
-from ...reference.interpreter import Interpreter, invoke
+from ...reference.interpreter import KERNEL_FAULTS, Interpreter, conform, invoke, kernel_error
 from ...reference.registry import KernelContext, get_kernel
 from ...reference.runtime import RunState
 
@@ -137,11 +137,30 @@ def generic_call(node: Node, *, stateful: bool) -> Callable[..., Any]:
         return call_with_state
 
     ctx = KernelContext(node, attrs, _no_bodies, RunState())
+    out = static_type(node.outputs[0]) if len(node.outputs) == 1 else None
+    if out is None:
 
-    def call(*inputs: Any) -> Any:
-        return unpack(invoke(fn, ctx, inputs))
+        def call(*inputs: Any) -> Any:
+            return unpack(invoke(fn, ctx, inputs))
 
-    return call
+        return call
+
+    # One output of a type known here: an array of exactly that dtype and shape is what
+    # conforming it gives back, so that check is all the call does before returning it.
+    dtype, shape = out.dtype.numpy, out.static_shape
+
+    def call_static(*inputs: Any) -> Any:
+        try:
+            result = fn(ctx, *inputs)
+        except TensorloopError:
+            raise
+        except KERNEL_FAULTS as exc:
+            raise kernel_error(node, inputs, exc) from exc
+        if type(result) is np.ndarray and result.dtype == dtype and result.shape == shape:
+            return result
+        return conform(node, 0, result)
+
+    return call_static
 
 
 def _no_bodies(graph: Graph, args: Sequence[Any]) -> list[Any]:
