@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+# XLA programs compiled by the suite are not kept on disk (tests/backends/jax/test_jax_cache.py
+# checks the cache in processes of its own).
+os.environ.setdefault("TENSORLOOP_JAX_CACHE", "off")
+
 import tensorloop as tl
 from backend_agreement import assert_same_outputs, assert_same_trace, assert_same_value
 from tensorloop.backends import compiled

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tensorloop as tl
-from tensorloop.backends.compiled import MAX_GUARDED_VARIANTS, CompiledExecutable
+from tensorloop.backends.compiled import CompiledExecutable
 from tensorloop.passes import inline_constant_branches
-from tensorloop.passes.specialize import control_inputs, specialize
+from tensorloop.passes.specialize import MAX_GUARDED_VARIANTS, control_inputs, specialize
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

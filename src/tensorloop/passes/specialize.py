@@ -4,6 +4,7 @@ values of guarded control inputs choose) folded away."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -16,7 +17,8 @@ from ..ir.graph import Graph, Node, Value
 from ..ir.loop import Loop
 from ..ir.opdef import infer_types
 from ..tensor.types import TensorType, Type
-from . import fold_constants, inline_constant_branches
+from . import inline_constant_branches
+from .fold_constants import fold_node
 
 MAX_GUARDED_ELEMENTS = 8
 """A control input is guarded on its value only while it holds at most this many elements."""
@@ -88,20 +90,40 @@ def _decides(start: Value) -> bool:
     return False
 
 
-def guard_values(graph: Graph, args: Sequence[Any], guarded: frozenset[int]) -> dict[int, Any]:
-    """The values of ``args`` that a plan guarded on ``guarded`` (``control_inputs``) is made
-    for: the small integer or bool arrays among them, by position."""
-    values: dict[int, Any] = {}
-    for k in guarded:
-        arg = args[k]
-        if isinstance(arg, np.ndarray) and arg.size <= MAX_GUARDED_ELEMENTS:
-            values[k] = arg
-    return values
+MAX_GUARDED_VARIANTS = 8
+"""Plans made per signature for distinct values of the guarded control inputs; a model whose
+control inputs take more values than this gets one unguarded plan for all further values."""
 
 
-def guard_key(values: Mapping[int, Any]) -> Hashable:
-    """A hashable key of guarded ``values`` (dtype, shape and bytes of each)."""
-    return tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in sorted(values.items()))
+class Guards:
+    """Which plan a call gets: one per input signature and, for the graph's control inputs
+    (``control_inputs``), per value, up to ``MAX_GUARDED_VARIANTS`` values per signature.
+    Shared by the threads running one executable."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.control = control_inputs(graph)
+        self._variants: dict[Hashable, set[Hashable]] = {}
+        self._lock = threading.Lock()
+
+    def key(self, args: Sequence[Any], guarded: bool = True) -> tuple[Hashable, dict[int, Any]]:
+        """The plan key of ``args`` and the values its plan is made for (none unless
+        ``guarded``, or once the signature has had its share of variants)."""
+        sig = signature(args)
+        values = {
+            k: args[k]
+            for k in (self.control if guarded else ())
+            if isinstance(args[k], np.ndarray) and args[k].size <= MAX_GUARDED_ELEMENTS
+        }
+        if not values:
+            return (sig, ()), values
+        guard = tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in sorted(values.items()))
+        with self._lock:
+            seen = self._variants.setdefault(sig, set())
+            if guard not in seen:
+                if len(seen) >= MAX_GUARDED_VARIANTS:
+                    return (sig, ()), {}
+                seen.add(guard)
+        return (sig, guard), values
 
 
 def specialize(
@@ -135,15 +157,40 @@ def specialize(
     if fold:
         with np.errstate(all="ignore"):
             for _ in range(_MAX_ROUNDS):
-                copy = fold_constants.run(copy).graph
-                if not inline_constant_branches.run(copy).changed:
+                changed = _fold(copy)
+                changed |= inline_constant_branches.run(copy).changed
+                if not changed:
                     break
                 _retype(copy)
     return copy
 
 
-_MAX_ROUNDS = 16
-"""Fold and inline rounds: each round inlines a level of nested constant branches."""
+_MAX_ROUNDS = 32
+"""Fold and inline rounds (each inlines a level of nested constant branches)."""
+
+
+def _fold(graph: Graph) -> bool:
+    """Fold every node whose inputs are constants (``fold_constants.fold_node``), in order,
+    each first re-typed from its inputs: a shape computed from folded shapes then folds too."""
+    changed = False
+    for _, node in list(graph.walk()):
+        if node.graph is None or node.op in ("Loop", "If"):
+            continue
+        _refine(node)
+        changed |= fold_node(node) is not None
+    return changed
+
+
+def _refine(node: Node) -> None:
+    if all(isinstance(o.type, TensorType) and o.type.is_static for o in node.outputs):
+        return
+    try:
+        types = infer_types(node.op, node.inputs, node.attrs, node.name)
+    except TensorloopError:
+        return
+    for out, t in zip(node.outputs, types, strict=True):
+        if _more_static(t, out.type):
+            out.type = t
 
 
 def _retype(graph: Graph) -> None:
@@ -152,13 +199,7 @@ def _retype(graph: Graph) -> None:
             _retype_body(Loop(node))
         elif node.op == "If":
             _retype_branches(node)
-        try:
-            types = infer_types(node.op, node.inputs, node.attrs, node.name)
-        except TensorloopError:
-            continue  # the run reports what is wrong, with the run's values
-        for out, t in zip(node.outputs, types, strict=True):
-            if _more_static(t, out.type):
-                out.type = t
+        _refine(node)  # what is wrong, the run reports, with the run's values
 
 
 def _retype_body(loop: Loop) -> None:

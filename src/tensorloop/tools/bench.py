@@ -72,7 +72,7 @@ def import_ahead(runtimes: Iterable[str]) -> None:
             importlib.import_module(lib)
 
 
-class _Memory:
+class Memory:
     """The resident-set high-water mark over a stretch of code, in bytes."""
 
     def __init__(self) -> None:
@@ -233,7 +233,7 @@ def bench(
     failed with its reason."""
     names = parse_runtimes(runtimes)
     import_ahead(names)
-    memory = _Memory()
+    memory = Memory()
     loaded: list[Runtime] = []
     timings: dict[str, Timing] = {}
     skipped: dict[str, str] = {}

@@ -39,7 +39,7 @@ from ...passes import (
     merge_split_elementwise,
 )
 from ...passes.base import Pass
-from ...passes.specialize import control_inputs, guard_key, guard_values, signature, specialize
+from ...passes.specialize import Guards, specialize
 from ...reference import Interpreter
 from ...reference.runtime import RunState
 from ...tensor.types import Type
@@ -67,10 +67,6 @@ for every model it runs."""
 
 MAX_PLANS = 64
 """Plans kept per executable; a model run with ever new shapes replans the oldest away."""
-
-MAX_GUARDED_VARIANTS = 8
-"""Plans made per signature for distinct values of the guarded control inputs; a model whose
-control inputs take more values than this gets one plan for all further values."""
 
 RunFunction = Callable[[Sequence[Any], RunState], list[Any]]
 
@@ -100,9 +96,7 @@ class CompiledExecutable:
         self._plans: dict[tuple[Any, ...], CompiledPlan] = {}
         self._lock = threading.Lock()
         self._stateful = any(n.op == "Assign" for _, n in graph.walk())
-        self._control = control_inputs(graph)
-        self._variants: dict[Any, set[Any]] = {}
-        """Per signature, the guarded values planned for (at most MAX_GUARDED_VARIANTS)."""
+        self._guards = Guards(graph)
 
     def plan(
         self, args: Sequence[Any], trace: frozenset[str] = frozenset(), observed: bool = False
@@ -116,14 +110,8 @@ class CompiledExecutable:
         state), which fold with everything they decide; a call with other values gets (or
         makes) another plan."""
         as_written = bool(trace) or observed
-        sig = signature(args)
-        values = {} if as_written else guard_values(self.graph, args, self._control)
-        guard = guard_key(values)
-        if values:
-            seen = self._variants.setdefault(sig, set())
-            if guard not in seen and len(seen) >= MAX_GUARDED_VARIANTS:
-                values, guard = {}, ()
-        key = (sig, guard, trace, observed)
+        guarded, values = self._guards.key(args, not as_written)
+        key = (guarded, trace, observed)
         plan = self._plans.get(key)
         if plan is None:
             try:
@@ -140,12 +128,11 @@ class CompiledExecutable:
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
                 plan = self._plans.setdefault(key, plan)
-                if values:
-                    self._variants.setdefault(sig, set()).add(guard)
         return plan
 
     def compile(self, args: Sequence[Any]) -> CompiledPlan:
-        """Plan for ``args``' signature now, ahead of the first run (values are not read)."""
+        """Plan for ``args``' signature now, ahead of the first run (of their values, only the
+        guarded control inputs' are read)."""
         return self.plan(args)
 
     def placement(self, args: Sequence[Any]) -> list[Placement]:

@@ -26,10 +26,12 @@ of tracing or of a run is a bug: it propagates.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,7 +49,7 @@ from ...passes import (
     merge_split_elementwise,
 )
 from ...passes.base import Pass
-from ...passes.specialize import signature, specialize
+from ...passes.specialize import Guards, specialize
 from ...reference import Interpreter
 from ...reference.allocation import predicted
 from ...reference.runtime import RunState, loop_limit_error
@@ -61,6 +63,26 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in CI
     raise BackendError("the 'jax' backend needs JAX: pip install 'tensorloop[jax]'") from exc
 
 jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
+
+CACHE_ENV = "TENSORLOOP_JAX_CACHE"
+"""Where XLA's compiled programs are kept between processes (JAX's persistent compilation
+cache): this variable's folder, else ``~/.cache/tensorloop/jax``; ``off`` (or empty) for none.
+A cache folder the user already gave JAX (``jax_compilation_cache_dir``) is left as it is."""
+
+
+def _enable_compilation_cache() -> None:
+    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]
+        return
+    where = os.environ.get(CACHE_ENV, str(Path.home() / ".cache" / "tensorloop" / "jax"))
+    if where.strip().lower() in ("", "0", "off", "none", "false"):
+        return
+    # Every program, however quick to compile: a stream's first call is what the cache is for.
+    jax.config.update("jax_compilation_cache_dir", where)  # type: ignore[no-untyped-call]
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # type: ignore[no-untyped-call]
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)  # type: ignore[no-untyped-call]
+
+
+_enable_compilation_cache()
 
 from . import control, ops, ops_math, ops_nn, ops_shape  # noqa: E402,F401  (lowerings register on import, after x64 is on)
 from .control import INITIAL_CAPACITY, DynamicStack, uninterruptible  # noqa: E402
@@ -461,6 +483,7 @@ class JaxExecutable:
         self._plans: dict[Any, JaxPlan] = {}
         self._lock = threading.Lock()
         self._host = CompiledExecutable(graph)
+        self._guards = Guards(graph)
         nodes = tuple(label(n) for n in graph.nodes if n.op != "Constant")
         why = "a traced run: the compiled backend records every iteration on the host"
         self._traced = Handoffs([Handoff(nodes, "jax", HOST, why)])
@@ -469,7 +492,8 @@ class JaxExecutable:
         """The plan for ``args``' signature, made and compiled on first use; ``timed``: one
         for runs with a deadline, where no loop XLA cannot interrupt runs on XLA; ``observed``:
         one for runs with a loop observer, where no loop runs on XLA."""
-        key = (signature(args), timed, observed)
+        guarded, values = self._guards.key(args)
+        key = (guarded, timed, observed)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
@@ -477,7 +501,7 @@ class JaxExecutable:
             plan = self._plans.get(key)
             if plan is None:
                 try:
-                    graph = specialize(self.graph, args)
+                    graph = specialize(self.graph, args, constants=values)
                 except TensorloopError:  # the signature makes the graph invalid: as it is
                     graph = self.graph
                 else:
@@ -490,7 +514,8 @@ class JaxExecutable:
         return plan
 
     def compile(self, args: Sequence[Any]) -> JaxPlan:
-        """Compile for ``args``' signature now (their values are not read)."""
+        """Compile for ``args``' signature now (of their values, only the guarded control
+        inputs' are read)."""
         return self.plan(args)
 
     def placement(self, args: Sequence[Any], observed: bool = False) -> list[Placement]:
@@ -509,7 +534,7 @@ class JaxExecutable:
             return self.plan(args).run(args, state)
         # A deadline: the usual plan if XLA can stop it in time, else one that leaves the
         # loops XLA cannot interrupt to the compiled backend.
-        plan = self._plans.get((signature(args), False, False))
+        plan = self._plans.get((self._guards.key(args)[0], False, False))
         if plan is None or not plan.interruptible:
             plan = self.plan(args, timed=True)
         return plan.run(args, state)
