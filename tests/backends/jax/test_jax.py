@@ -400,8 +400,8 @@ def test_auto_starts_on_the_compiled_backend_and_moves_a_hot_signature_to_xla(
     args = coerce_inputs(model.graph, {"xs": xs})
     assert executable.tier(args).where == auto.COMPILED
     first = model.run({"xs": xs}, backend="auto")  # runs on compiled, then compiles
-    assert executable.tier(args).where == auto.XLA
-    second = model.run({"xs": xs}, backend="auto")  # on XLA now
+    assert executable.tier(args).where == auto.TRIAL
+    second = model.run({"xs": xs}, backend="auto")  # on XLA now, on trial
     assert_same_outputs(first, want, "auto vs reference (compiled tier)")
     assert_same_outputs(second, want, "auto vs reference (xla tier)")
     other = coerce_inputs(model.graph, {"xs": xs[:3]})
@@ -418,8 +418,35 @@ def test_auto_compiles_in_the_background_by_default(monkeypatch: pytest.MonkeyPa
     executable.wait()
     from tensorloop.reference.runtime import coerce_inputs
 
-    assert executable.tier(coerce_inputs(model.graph, {"xs": xs})).where == auto.XLA
+    assert executable.tier(coerce_inputs(model.graph, {"xs": xs})).where == auto.TRIAL
     assert get_backend("auto").name == "auto"
+
+
+@pytest.mark.parametrize("xla_faster", [True, False])
+def test_auto_keeps_xla_only_where_its_trial_runs_are_faster(
+    monkeypatch: pytest.MonkeyPatch, xla_faster: bool
+) -> None:
+    monkeypatch.setattr(auto, "PROMOTE_AFTER_SECONDS", 0.0)
+    model = _rnn()
+    executable = auto.AutoExecutable(model.graph, background=False)
+    monkeypatch.setitem(model._prepared, "auto", executable)
+    xs = np.random.default_rng(3).standard_normal((9, 4)).astype(np.float32)
+    from tensorloop.reference.runtime import coerce_inputs
+
+    tier = executable.tier(coerce_inputs(model.graph, {"xs": xs}))
+    model.run({"xs": xs}, backend="auto")  # on compiled, then compiled by XLA: a trial
+    # The compiled backend's recent runs, as measured: far slower, or far faster, than XLA.
+    tier.compiled_times = [10.0 if xla_faster else 1e-9]
+    want = model.run({"xs": xs}, backend="reference")
+    for _ in range(auto.TRIAL_RUNS):
+        assert tier.where == auto.TRIAL
+        got = model.run({"xs": xs}, backend="auto")
+        assert_same_outputs(got, want, "auto on trial", backends=JAX_VS_REFERENCE)
+    assert tier.where == (auto.XLA if xla_faster else auto.STAYS)
+    assert xla_faster or "XLA measured slower" in tier.why
+    got = model.run({"xs": xs}, backend="auto")
+    pair = JAX_VS_REFERENCE if xla_faster else ("compiled", "reference")
+    assert_same_outputs(got, want, "auto after its trial", backends=pair)
 
 
 # -- GPU -------------------------------------------------------------------------------------------
