@@ -7,7 +7,8 @@ the signature goes back to the compiled backend for good (``Tier.why`` says by h
 model that runs briefly never pays for XLA; a model that runs long pays once, and a model XLA
 runs slower (a loop of small steps, say) is not moved. Without JAX installed, everything stays
 on the compiled backend. A run with a timeout stays on the compiled backend, which checks the
-deadline every loop iteration, unless the XLA plan holds no loop XLA cannot interrupt (``JaxExecutable.interruptible``).
+deadline every loop iteration, unless the XLA plan holds no loop XLA cannot interrupt
+(``JaxExecutable.interruptible``).
 
 Runs on XLA are the jax backend's: what its plan hands to the compiled backend is on their
 ``Outputs.handoffs`` and warned (``FallbackWarning``). A signature XLA cannot take (JAX
