@@ -148,3 +148,19 @@ def test_listed_loop_paths_are_the_paths_traces_carry(tmp_path: Path) -> None:
         assert carried in listed[path]
         trace = model.run(feeds, trace=[carried]).trace[carried]
         assert trace.loops == [tuple(path.split(" > "))], path
+
+
+@pytest.mark.parametrize("backend", ["compiled", "jax"])
+def test_placement_for_the_inputs_given(backend: str) -> None:
+    args = ["inspect", LSTM, "--placement", backend, "--random-inputs"]
+    args += ["--input-shape", "x:2,5,8", "--json"]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["placement"]
+    assert rows and all(set(r) == {"node", "op", "device", "reason"} for r in rows)
+    devices = {r["device"] for r in rows}
+    assert devices <= ({"compiled", "reference"} if backend == "compiled" else {"xla", "compiled"})
+    if backend == "jax":  # every shape follows from the input's: the loops run on XLA
+        assert {r["device"] for r in rows if r["op"] == "Loop"} == {"xla"}
+    table = invoke(*args[:-1])
+    assert table.exit_code == 0 and f"placement on {backend}" in table.output

@@ -3,6 +3,7 @@ weights, loops), then on request its canonical graph, the values a trace can nam
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from ..formats.summary import LoopSummary, ModelSummary, graph_summary, summariz
 from ..ir.graph import Graph
 from ..ir.printer import print_graph
 from .common import body_paths, console, load_model, main, plain, print_json
+from .inputs import Inputs, input_options
 
 ELIDE_CONSTANTS = 16
 """Constants with more elements than this print as ``[...]`` in ``--ir`` (``--full-constants``
@@ -28,18 +30,37 @@ prints them all)."""
 )
 @click.option("--ir", "show_ir", is_flag=True, help="Print the canonical graph as text IR.")
 @click.option("--full-constants", is_flag=True, help="With --ir, print large constants in full.")
+@click.option(
+    "--placement",
+    "placement_backend",
+    type=click.Choice(["compiled", "jax", "auto"]),
+    default=None,
+    help="Also show where each node runs on this backend for the inputs given, and why.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@input_options
 def inspect(
     model_path: str,
     lowered: bool,
     list_values: bool,
     show_ir: bool,
     full_constants: bool,
+    placement_backend: str | None,
     as_json: bool,
+    inputs: Inputs,
 ) -> None:
-    """Summarise MODEL as written: inputs, outputs, ops, weights and the nesting of its loops."""
+    """Summarise MODEL as written: inputs, outputs, ops, weights and the nesting of its loops.
+
+    With --placement, the plan for the inputs given (--inputs, --input, --random-inputs with
+    --input-shape): the values of small control inputs choose branches, as in a run."""
     summary = summarize(model_path)
-    graph = load_model(model_path).graph if lowered or list_values or show_ir else None
+    needed = lowered or list_values or show_ir or placement_backend is not None
+    model = load_model(model_path) if needed else None
+    graph = None if model is None else model.graph
+    placed = None
+    if model is not None and placement_backend is not None:
+        backend = "jax" if placement_backend == "auto" else placement_backend
+        placed = model.placement(inputs.feeds(model), backend=backend)
     ir = None
     if graph is not None and show_ir:
         ir = print_graph(graph, elide_constants=None if full_constants else ELIDE_CONSTANTS)
@@ -51,6 +72,8 @@ def inspect(
             data["values"] = dict(traceable_values(graph))
         if ir is not None:
             data["ir"] = ir
+        if placed is not None:
+            data["placement"] = [dataclasses.asdict(p) for p in placed]
         print_json(data)
         return
     out = console()
@@ -63,6 +86,13 @@ def inspect(
             out.print(plain(f"  {path}: {', '.join(names) or '(none)'}"))
     if ir is not None:
         click.echo(ir)
+    if placed is not None:
+        table = Table(title=plain(f"placement on {placement_backend}"), title_justify="left")
+        for col in ("node", "op", "runs on", "why not the backend's first choice"):
+            table.add_column(col)
+        for p in placed:
+            table.add_row(plain(p.node), plain(p.op), plain(p.device), plain(p.reason or "-"))
+        out.print(table)
 
 
 def print_summary(out: Any, s: ModelSummary, title: str) -> None:
