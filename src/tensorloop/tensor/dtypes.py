@@ -46,9 +46,12 @@ class DType(enum.Enum):
     uint2 = "uint2"
     string = "string"
 
+    _np: np.dtype[Any]
+    """NumPy's dtype, set on each member below: read on every run, so no enum hash per read."""
+
     @property
     def numpy(self) -> np.dtype[Any]:
-        return _TO_NUMPY[self]
+        return self._np
 
     @property
     def short(self) -> str:
@@ -70,7 +73,7 @@ class DType(enum.Enum):
 
     @property
     def is_int(self) -> builtins.bool:
-        return self.value.startswith(("int", "uint"))
+        return bool(self.value.startswith(("int", "uint")))
 
     @property
     def is_numeric(self) -> builtins.bool:
@@ -105,6 +108,8 @@ _ML_DTYPES: dict[DType, type] = {
     DType.string: object,
 }
 _TO_NUMPY: dict[DType, np.dtype[Any]] = {d: np.dtype(_ML_DTYPES.get(d, d.value)) for d in DType}
+for _member, _dtype in _TO_NUMPY.items():
+    object.__setattr__(_member, "_np", _dtype)
 _FLOATS = frozenset(
     {
         DType.float16,
