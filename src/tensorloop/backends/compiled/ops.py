@@ -148,7 +148,19 @@ def _matmul(
     assert a is not None and b is not None
     # The reference's np.matmul, a stack of matrices included: one GEMM over all of a stack's
     # rows would sum in BLAS's other order for other sizes (OpenBLAS picks its kernels by shape).
-    return [f"({a.expr} @ {b.expr})"]
+    return [f"({_canonical(a, a.expr, bind)} @ {_canonical(b, b.expr, bind)})"]
+
+
+def _canonical(o: Operand, expr: str, bind: Bind, transposed: bool = False) -> str:
+    """``expr`` (``o``, transposed if so) as the reference's products take it, in rows
+    (``reference.kernels.linalg.canonical``): a constant laid out once, here; anything else
+    made C-contiguous at run time (a copy only where it is not)."""
+    if o.const is not None:
+        value = o.const.T if transposed else o.const
+        contiguous = np.ascontiguousarray(value)
+        contiguous.setflags(write=False)
+        return bind(contiguous, "weights_t" if transposed else "weights")
+    return f"np.ascontiguousarray({expr}.T)" if transposed else f"np.ascontiguousarray({expr})"
 
 
 @template("Gemm")
@@ -172,11 +184,8 @@ def _gemm_parts(
     if not _dtypes(present, _FLOATS) or len(ins) < 2 or ins[0] is None or ins[1] is None:
         return None
     a, b = ins[0], ins[1]
-    x = f"{a.expr}.T" if attrs["transA"] else a.expr
-    y = f"{b.expr}.T" if attrs["transB"] else b.expr
-    if attrs["transB"] and b.const is not None:  # weights: transposed once, here
-        # a view, as the reference's: BLAS sums a contiguous copy of it in another order
-        y = bind(b.const.T, "weights_t")
+    x = _canonical(a, a.expr, bind, bool(attrs["transA"]))
+    y = _canonical(b, b.expr, bind, bool(attrs["transB"]))  # weights: laid out once, here
     alpha, beta = attrs["alpha"], attrs["beta"]
     factor = None if alpha == 1 else bind(alpha, "alpha")
     c = ins[2] if len(ins) > 2 else None
@@ -393,7 +402,6 @@ _UFUNCS = {
     "Exp": "np.exp",
     "Log": "np.log",
     "Tanh": "np.tanh",
-    "MatMul": "np.matmul",
 }
 
 
@@ -406,6 +414,11 @@ def inline_into(
     if inline(node, attrs, ins, bind) is None:  # the same dtype conditions as the inline form
         return None
     args = ", ".join(o.expr for o in ins if o is not None)
+    if node.op == "MatMul":
+        a, b = ins
+        assert a is not None and b is not None
+        x, y = _canonical(a, a.expr, bind), _canonical(b, b.expr, bind)
+        return [f"np.matmul({x}, {y}, out={out})"]
     if node.op in _UFUNCS and len(ins) == (1 if _UFUNCS[node.op] in _ONE_INPUT else 2):
         return [f"{_UFUNCS[node.op]}({args}, out={out})"]
     if node.op == "Relu":

@@ -12,16 +12,29 @@ from ..registry import KernelContext, kernel
 from .elementwise import Array, fail
 
 
+def canonical(x: Array) -> Array:
+    """``x`` as a MatMul operand: C-contiguous (a copy only where it is not).
+
+    BLAS picks its kernel, and so the order of its sums, by the operands' memory layout: a
+    transposed view of weights rounds otherwise than the same values laid out in rows (and
+    runs several times slower). Every product takes its operands in rows, so its result is a
+    function of their values alone, whatever view or copy holds them: a backend may lay a
+    constant out once, ahead of time (the compiled backend's plan does), and get these bits."""
+    return np.ascontiguousarray(x)
+
+
 @kernel("MatMul")
 def matmul(ctx: KernelContext, a: Any, b: Any) -> Array:
+    x, y = canonical(widen(a)), canonical(widen(b))
     with np.errstate(all="ignore"):  # inf * 0 inside a product is NaN, as IEEE says
-        return np.asarray(np.matmul(widen(a), widen(b))).astype(np.asarray(a).dtype)
+        return np.asarray(np.matmul(x, y)).astype(np.asarray(a).dtype)
 
 
 @kernel("Gemm")
 def gemm(ctx: KernelContext, a: Any, b: Any, c: Any = None) -> Array:
     x, y = widen(a), widen(b)
     x, y = x.T if ctx.attr("transA") else x, y.T if ctx.attr("transB") else y
+    x, y = canonical(x), canonical(y)
     alpha, beta = ctx.attr("alpha"), ctx.attr("beta")
     with np.errstate(all="ignore"):
         # Unit factors are skipped so integer products stay exact rather than pass through floats.
