@@ -95,6 +95,8 @@ def checked_backends(test_id: str) -> tuple[str, ...]:
     path = test_id.split("::")[0]
     if "test_compiled" in path:  # they count the compiled backend's own plans and buffers
         return CHECKED_BACKENDS
+    if "test_real_corpus" in path:  # it runs jax itself, with its known drift on real models
+        return CHECKED_BACKENDS
     if "test_jax" in path or zlib.crc32(test_id.encode()) % JAX_SAMPLE == 0:
         return (*CHECKED_BACKENDS, "jax")
     return CHECKED_BACKENDS

@@ -230,3 +230,17 @@ def test_converters_live_in_their_family(
 
     fn = find_converter(domain, op_type, opset)
     assert fn is not None and fn.__module__ == f"tensorloop.formats.onnx.{module}"
+
+
+def test_a_declared_output_rank_is_a_hint_as_onnxruntime_reads_it() -> None:
+    # As a shipped OCR model declares its [steps, 1, classes] output: [1, seqlen].
+    g = h.make_graph(
+        [h.make_node("Unsqueeze", ["x", "axes"], ["y"])],
+        "g",
+        [vi("x", shape=[3, 4])],
+        [vi("y", shape=[1, "seqlen"])],
+        [h.make_tensor("axes", TensorProto.INT64, [1], [1])],
+    )
+    model = tl.load(h.make_model(g, opset_imports=OPSET))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(model.run({"x": x})["y"], x[:, None, :])

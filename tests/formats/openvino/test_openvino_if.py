@@ -348,3 +348,32 @@ def test_inputs_are_accepted_by_any_alias(tmp_path: Path) -> None:
         np.testing.assert_array_equal(model.run({alias: x, "W": w})["Y"], want)
     with pytest.raises(tl.InputError, match="input 'X' is given twice"):
         model.run({"X": x, "Sum": x, "W": w})
+
+
+def test_a_convolution_in_a_branch_whose_data_rank_the_ir_leaves_open(tmp_path: Path) -> None:
+    # As OpenVINO's converter writes a voice-activity model's branches: the body's parameter has
+    # a dynamic rank, the convolution's spatial rank follows from its weights.
+    x = opset8.parameter([1, 3, 10], np.float32, name="x")
+    c = opset8.parameter([], np.bool_, name="c")
+    node = opset8.if_op(c)
+    weights = rand_f32(4, 3, 3)
+    bodies = []
+    for scale in (1.0, -1.0):
+        p = opset8.parameter([1, 3, 10], np.float32)
+        w = opset8.constant(weights * np.float32(scale))
+        y = opset8.convolution(p, w, [1], [1], [1], [1])
+        bodies.append((ov.Model([opset8.result(y)], [p]), p))
+    (then_m, then_p), (else_m, else_p) = bodies
+    node.set_then_body(then_m)
+    node.set_else_body(else_m)
+    node.set_input(x.output(0), then_p, else_p)
+    out = node.set_output(then_m.get_results()[0], else_m.get_results()[0])
+    path = save_ir([out], [x, c], tmp_path)
+    # The saver writes the shapes it inferred; the branches' parameters, as a converter from
+    # ONNX leaves them, of a rank known only at run time:
+    text = path.read_text()
+    outer = text.index('<data shape="1,3,10"') + 1
+    path.write_text(
+        text[:outer] + text[outer:].replace('<data shape="1,3,10"', '<data shape="..."')
+    )
+    _both(path, {"x": rand_f32(1, 3, 10)})

@@ -212,7 +212,7 @@ class Scope:
 
     def result(self, vi: onnx.ValueInfoProto) -> Value:
         """Graph output ``vi``: its value, renamed (through an Identity if it must keep another
-        name) and checked against the declared element type and rank."""
+        name) and checked against the declared element type."""
         where = f"{self.source.label}: output '{vi.name}' of graph '{self.path}'"
         value = self.lookup(vi.name, where)
         declared = value_info_type(vi, where, required=False)
@@ -336,11 +336,11 @@ def _check_unique(g: onnx.GraphProto, label: str, path: str) -> None:
 
 
 def _agrees(declared: Type, actual: Type) -> bool:
-    """Element type and rank agree (declared dims are hints exporters often get loose)."""
+    """Element types agree. Declared shapes, rank included, are hints exporters get loose, and
+    onnxruntime runs to the computed shape (ddddocr 1.6.1's common.onnx declares its
+    [steps, 1, classes] output as [1, seqlen])."""
     if isinstance(declared, TensorType) and isinstance(actual, TensorType):
-        if declared.dtype != actual.dtype:
-            return False
-        return declared.shape is None or actual.shape is None or declared.rank == actual.rank
+        return declared.dtype == actual.dtype
     if isinstance(declared, SequenceType) and isinstance(actual, SequenceType):
         return _agrees(declared.element, actual.element)
     if isinstance(declared, OptionalType) and isinstance(actual, OptionalType):

@@ -48,8 +48,14 @@ _AUTO_PADS = {
 }
 
 
-def _spatial_rank(ctx: LayerContext, x: Value) -> int:
+def _spatial_rank(ctx: LayerContext, x: Value, weights: Value | None = None, lead: int = 2) -> int:
+    """The data's spatial rank: from its type, else (inside a body whose shapes the IR leaves
+    open) from the weights', which have ``lead`` dims before the kernel's."""
     t = type_of(ctx, x)
+    if t.rank is None and weights is not None:
+        w = type_of(ctx, weights)
+        if w.rank is not None and w.rank > lead:
+            return w.rank - lead
     if t.rank is None or t.rank < 3:
         raise ctx.error(f"expected data of (N, C, D1, ...) with a known rank, got {t}")
     return t.rank - 2
@@ -97,7 +103,7 @@ def _grouped_weights(ctx: LayerContext, w: Value, transpose: bool) -> tuple[Valu
 
 def _conv(ctx: LayerContext, grouped: bool) -> list[Value]:
     x = ctx.input(0)
-    n = _spatial_rank(ctx, x)
+    n = _spatial_rank(ctx, x, ctx.input(1), 3 if grouped else 2)
     w, group = _grouped_weights(ctx, ctx.input(1), False) if grouped else (ctx.input(1), 1)
     attrs = {**_window(ctx, n), "dilations": _ints_n(ctx, "dilations", n, 1), "group": group}
     return [ctx.em.op("Conv", [x, w], attrs)]
@@ -115,7 +121,7 @@ def _group_convolution(ctx: LayerContext, inputs: list[Value | None]) -> list[Va
 
 def _backprop(ctx: LayerContext, inputs: list[Value | None], grouped: bool) -> list[Value]:
     x = ctx.input(0)
-    n = _spatial_rank(ctx, x)
+    n = _spatial_rank(ctx, x, ctx.input(1), 3 if grouped else 2)
     w, group = _grouped_weights(ctx, ctx.input(1), True) if grouped else (ctx.input(1), 1)
     strides = _ints_n(ctx, "strides", n, 1)
     dilations = _ints_n(ctx, "dilations", n, 1)

@@ -22,7 +22,10 @@ _AUTO_PADS = {
 }
 
 
-def _spatial(call: Call, x: Tensor) -> int:
+def _spatial(call: Call, x: Tensor, w: Tensor | None = None) -> int:
+    """X's spatial rank: from its type, else from the (M, C, k...) weights' of a convolution."""
+    if x.rank is None and w is not None and w.rank is not None and w.rank > 2:
+        return w.rank - 2
     if x.rank is None or x.rank < 3:
         raise call.error(f"OpenVINO needs X of (N, C, D1, ...) with a known rank, got {x.type}")
     return x.rank - 2
@@ -69,7 +72,7 @@ def _add_bias(net: NetBuilder, y: Tensor, bias: Tensor | None, out: TensorType) 
 
 def _conv(net: NetBuilder, call: Call) -> list[Tensor]:
     x, w = call.arg(0), call.arg(1)
-    n = _spatial(call, x)
+    n = _spatial(call, x, w)
     group: int = call.attrs["group"]
     data = {**_window(call, n), "dilations": ints_text(_ints(call, "dilations", n, 1))}
     if group == 1:
@@ -83,7 +86,7 @@ def _conv(net: NetBuilder, call: Call) -> list[Tensor]:
 
 def _conv_transpose(net: NetBuilder, call: Call) -> list[Tensor]:
     x, w = call.arg(0), call.arg(1)
-    n = _spatial(call, x)
+    n = _spatial(call, x, w)
     group: int = call.attrs["group"]
     attrs = call.attrs
     strides = _ints(call, "strides", n, 1)
