@@ -48,13 +48,16 @@ Evaluator = Callable[[Node, Sequence[Any]], list[Any]]
 default; a backend's ``evaluate`` may stand in, as the boundary tests do)."""
 
 
-def folded_values(node: Node, evaluator: Evaluator = evaluate) -> list[np.ndarray[Any, Any]] | None:
+def folded_values(
+    node: Node, evaluator: Evaluator = evaluate, max_elements: int = MAX_FOLDED_ELEMENTS
+) -> list[np.ndarray[Any, Any]] | None:
     """The outputs of ``node`` if they are known without running the graph, else None: all its
-    inputs are constants (computed by ``evaluator``), or it is Shape/Size of a static shape."""
+    inputs are constants (computed by ``evaluator``), or it is Shape/Size of a static shape;
+    outputs of more than ``max_elements`` elements are left to run time."""
     if node.op in NOT_FOLDABLE or node.subgraphs or has_side_effects(node):
         return None
     sizes = [_static_size(o.type) for o in node.outputs]
-    if any(n is None or n > MAX_FOLDED_ELEMENTS for n in sizes):
+    if any(n is None or n > max_elements for n in sizes):
         return None  # unknown or large results are left to run time (no blind allocation here)
     if node.op in ("Shape", "Size") and (shape := _static_shape(node)) is not None:
         if node.op == "Size":
@@ -72,10 +75,12 @@ def folded_values(node: Node, evaluator: Evaluator = evaluate) -> list[np.ndarra
     return [np.asarray(o) for o in outs]
 
 
-def fold_node(node: Node, evaluator: Evaluator = evaluate) -> list[Value] | None:
+def fold_node(
+    node: Node, evaluator: Evaluator = evaluate, max_elements: int = MAX_FOLDED_ELEMENTS
+) -> list[Value] | None:
     """Replace ``node`` by Constants of its outputs when they are known; the Constants' values
     (named as the outputs were), or None if the node stays."""
-    values = folded_values(node, evaluator)
+    values = folded_values(node, evaluator, max_elements)
     graph = node.graph
     if values is None or graph is None:
         return None

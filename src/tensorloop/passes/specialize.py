@@ -165,6 +165,11 @@ def specialize(
     return copy
 
 
+MAX_PLAN_FOLDED_ELEMENTS = 1 << 24
+"""A plan folds results this large (64 MiB of float32): weights an exporter slices and
+concatenates at run time (dynamo's LSTMs) become the constants they are, laid out once. A
+saved model keeps ``fold_constants.MAX_FOLDED_ELEMENTS``, to stay small."""
+
 _MAX_ROUNDS = 32
 """Fold and inline rounds (each inlines a level of nested constant branches)."""
 
@@ -177,7 +182,7 @@ def _fold(graph: Graph) -> bool:
         if node.graph is None or node.op in ("Loop", "If"):
             continue
         _refine(node)
-        changed |= fold_node(node) is not None
+        changed |= fold_node(node, max_elements=MAX_PLAN_FOLDED_ELEMENTS) is not None
     return changed
 
 
