@@ -230,7 +230,8 @@ class XlaIsland:
         for k, value in enumerate(results):
             spec = self.stacks.get(k)
             outs.append(value if spec is None else DynamicStack(value[0], value[1], spec).finish())
-        return int(code), outs
+        # An island that can raise no fault returns code 0: not read back (a device sync).
+        return (int(code) if self.faults else 0), outs
 
 
 SMALL_LOOP_BYTES = 16 * 1024
