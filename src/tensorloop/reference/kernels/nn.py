@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ...ops.common import normalize_axes
 from ...ops.nn import Window, stash_dtype, transpose_out_shape, window
@@ -35,12 +36,35 @@ def _spatial(ctx: KernelContext, x: Array) -> tuple[int, ...]:
     return tuple(x.shape[2:])
 
 
+_WINDOW_ATTRS = ("strides", "dilations", "pads", "auto_pad", "ceil_mode")
+"""The attributes ``window`` reads."""
+_GEOMETRIES: dict[Any, tuple[Window, Geometry]] = {}
+"""(Window, Geometry) by kernel, spatial sizes and window attributes: a model runs the same few
+convolutions and pools again and again, and working their geometry out costs more than a
+small one of them."""
+
+
 def _geometry(ctx: KernelContext, kernel_shape: Sequence[int], x: Array) -> tuple[Window, Geometry]:
     sizes = _spatial(ctx, x)
     if len(kernel_shape) != len(sizes):
         raise fail(ctx, f"kernel {list(kernel_shape)} does not fit X of shape {list(x.shape)}")
+    values = [ctx.attrs.get(a) for a in _WINDOW_ATTRS]
+    key: Any = (
+        tuple(kernel_shape),
+        sizes,
+        *(tuple(v) if isinstance(v, list) else v for v in values),
+    )
+    try:
+        return _GEOMETRIES[key]
+    except KeyError:
+        pass
+    except TypeError:  # an attribute that does not hash: worked out every time
+        key = None
     win: Window = _checked(ctx, window, ctx.attrs, kernel_shape)
-    return win, [_checked(ctx, win.along, i, n) for i, n in enumerate(sizes)]
+    found = win, [_checked(ctx, win.along, i, n) for i, n in enumerate(sizes)]
+    if key is not None and len(_GEOMETRIES) < 1024:
+        _GEOMETRIES[key] = found
+    return found
 
 
 def _kernel_of(ctx: KernelContext, w: Array) -> tuple[int, ...]:
@@ -51,23 +75,56 @@ def _kernel_of(ctx: KernelContext, w: Array) -> tuple[int, ...]:
     return k
 
 
+def _reach(win: Window, geo: Geometry) -> list[int]:
+    """Per spatial axis, how far into the padded input the windows read."""
+    return [(g[0] - 1) * win.strides[i] + win.span(i) for i, g in enumerate(geo)]
+
+
+def _framed(x: Array, begins: Sequence[int], extents: Sequence[int], fill: Any) -> Array:
+    """(N, C, *extents): at j along spatial axis i, x's entry j - begins[i], or ``fill`` where
+    that is outside x (the pads, and past the end pads where ceil_mode reads on). ``x`` or a
+    slice of it when no ``fill`` is needed; else one new buffer with only its borders filled
+    (np.pad costs far more than the copy)."""
+    sizes = x.shape[2:]
+    if not any(begins) and all(e <= s for e, s in zip(extents, sizes, strict=True)):
+        return x[(slice(None), slice(None), *(slice(0, e) for e in extents))]
+    frame = np.empty((*x.shape[:2], *extents), x.dtype)
+    every = (slice(None), slice(None))
+    # where x lands in the frame, per axis: [lo, hi)
+    spans = [(min(b, e), min(b + s, e)) for b, e, s in zip(begins, extents, sizes, strict=True)]
+    frame[(*every, *(slice(lo, hi) for lo, hi in spans))] = x[
+        (*every, *(slice(lo - b, hi - b) for (lo, hi), b in zip(spans, begins, strict=True)))
+    ]
+    for i, (lo, hi) in enumerate(spans):
+        before = (*every, *[slice(None)] * i)
+        frame[(*before, slice(0, lo))] = fill
+        frame[(*before, slice(hi, None))] = fill
+    return frame
+
+
+def _strided(frame: Array, win: Window, geo: Geometry, lead: Sequence[int]) -> Array:
+    """A view of ``frame`` (``lead`` axes, then the spatial ones, padded) shaped (*lead, *kernel,
+    *out): at [..., tap, o] what kernel position ``tap`` reads in output window ``o``."""
+    n = len(geo)
+    steps = frame.strides[-n:]
+    return as_strided(
+        frame,
+        (*lead, *win.kernel, *(g[0] for g in geo)),
+        (
+            *frame.strides[:-n],
+            *(d * st for d, st in zip(win.dilations, steps, strict=True)),
+            *(s * st for s, st in zip(win.strides, steps, strict=True)),
+        ),
+        writeable=False,
+    )
+
+
 def _windows(x: Array, win: Window, geo: Geometry, fill: Any) -> Array:
     """A (N, C, *out, *kernel) view of every window of ``x`` padded with ``fill``."""
-    widths = [(0, 0), (0, 0)]
-    for i, (out, begin, end) in enumerate(geo):
-        need = (out - 1) * win.strides[i] + win.span(i)
-        # ceil_mode can run the last window past the end pad: pad further so that it fits.
-        widths.append((begin, max(end, need - x.shape[2 + i] - begin)))
-    padded = np.pad(x, widths, constant_values=fill)
     n = len(geo)
-    spans = [win.span(i) for i in range(n)]
-    view = sliding_window_view(padded, spans, axis=tuple(range(2, 2 + n)))
-    strided = tuple(
-        slice(0, (out - 1) * win.strides[i] + 1, win.strides[i])
-        for i, (out, _, _) in enumerate(geo)
-    )
-    dilated = tuple(slice(None, None, d) for d in win.dilations)
-    return view[(slice(None), slice(None), *strided, *dilated)]
+    frame = _framed(x, [g[1] for g in geo], _reach(win, geo), fill)
+    view = _strided(frame, win, geo, x.shape[:2])
+    return view.transpose(0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n))
 
 
 def _contract(ctx: KernelContext, patches: Array, w: Array, group: int) -> Array:
@@ -97,14 +154,150 @@ def _per_channel(v: Array, rank: int) -> Array:
     return v.reshape(-1, *[1] * (rank - 2))
 
 
+COLUMN_BYTES = 1 << 20
+"""How many bytes of columns ``_convolve`` copies at a time: a block of whole groups (one at
+least), which stays in the cache for the matrix products that read it."""
+
+
+SHIFTED_FROM = 16
+"""At stride 1, a conv whose groups take at least this many input channels, and at least
+twice as many as they give output channels, sums tap by tap its matrix products over the
+frame as it lies, instead of copying columns (``_flattened``)."""
+
+
+def _convolve(
+    ctx: KernelContext,
+    x: Array,
+    w: Array,
+    group: int,
+    win: Window,
+    geo: Geometry,
+    bias: Array | None = None,
+) -> Array:
+    """The convolution of X (N, C, *in) by W (M, C/group, *kernel) in groups, plus ``bias``
+    (one per output channel) if given: a new (N, M, *out) array in x's type.
+
+    im2col: the windows of the padded X, one strided view of it, are copied into columns
+    (N, group, C/group * taps, positions) and W's rows multiply them, one matrix product per
+    image and group giving NCHW directly; the sums are in the BLAS's order, the bias added
+    after them. Depthwise convs too: their products are matrix-vector ones, which the BLAS
+    runs faster than NumPy adds the taps up one by one. A 1x1 kernel at stride 1 without pads
+    takes X itself as its columns.
+
+    At stride 1 the positions are those of the padded planes flattened (``_flattened``): each
+    tap reads one contiguous run of them, so the columns copy long rows, or none is copied
+    where the groups have many more inputs than outputs (SHIFTED_FROM): there each tap's
+    product is summed, in row-major order of the taps."""
+    n_, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    if c != cg * group or m % group:
+        raise fail(
+            ctx,
+            f"X has {c} channels and W of shape {list(w.shape)} takes {cg} per group for "
+            f"{group} groups (and needs its {m} outputs divisible by {group})",
+        )
+    out = tuple(g[0] for g in geo)
+    if not n_ or not math.prod(out):  # no outputs: no images, or SAME over an empty axis
+        return np.zeros((n_, m, *out), x.dtype)
+    filters = w.reshape(group, m // group, cg * math.prod(win.kernel))
+    begins, reach = [g[1] for g in geo], _reach(win, geo)
+    if any(s != 1 for s in win.strides):
+        frame = _framed(x, begins, reach, 0)
+        grouped = frame.reshape(n_, group, cg, *frame.shape[2:])
+        windows = _strided(grouped, win, geo, grouped.shape[:3])
+        size = math.prod(out)
+        y = np.empty((n_, m, *out), x.dtype)
+        _products(filters, windows, size, y.reshape(n_, group, m // group, size))
+    elif not any(begins) and all(k == 1 for k in win.kernel) and reach == list(x.shape[2:]):
+        columns = x.reshape(n_, group, cg, math.prod(out))
+        y = np.matmul(filters, columns).reshape(n_, m, *out)
+    else:
+        frame = np.ascontiguousarray(_framed(x, begins, reach, 0))
+        return _flattened(frame, filters, win, out, bias)
+    if bias is not None:
+        y += _per_channel(bias, y.ndim)
+    return y
+
+
+def _products(filters: Array, windows: Array, size: int, sums: Array) -> None:
+    """W's rows per group, ``filters`` (group, M/group, C/group * taps), times the columns
+    that ``windows`` (N, group, C/group, *kernel, positions...) copy to, ``size`` positions
+    each, into ``sums`` (N, group, M/group, size): a block of groups (COLUMN_BYTES) at a time,
+    each copied into one buffer."""
+    n_, group = windows.shape[:2]
+    depth = filters.shape[2]
+    per = min(group, max(1, COLUMN_BYTES // max(1, n_ * depth * size * windows.itemsize)))
+    block = np.empty(n_ * per * depth * size, windows.dtype)
+    for g0 in range(0, group, per):
+        g1 = min(group, g0 + per)
+        columns = block[: n_ * (g1 - g0) * depth * size].reshape(n_, g1 - g0, *windows.shape[2:])
+        np.copyto(columns, windows[:, g0:g1])
+        np.matmul(filters[g0:g1], columns.reshape(n_, g1 - g0, depth, size), out=sums[:, g0:g1])
+
+
+def _flattened(
+    frame: Array, filters: Array, win: Window, out: Sequence[int], bias: Array | None
+) -> Array:
+    """_convolve at stride 1 over ``frame``, the padded X (C-contiguous), its planes flattened:
+    output o sits at position sum(o[i] * rows[i]) of a plane, rows[i] being a step along axis
+    i, and each tap reads the run of positions from its offset on. The sums cover the run from
+    the first output to the last, and so, between the outputs, the positions whose windows
+    wrap around a row: no output takes them, and they are dropped."""
+    n_, c = frame.shape[:2]
+    group, mg = filters.shape[:2]
+    cg, taps = c // group, math.prod(win.kernel)
+    item, n = frame.itemsize, len(out)
+    rows = [math.prod(frame.shape[3 + i :]) for i in range(n)]
+    length = sum((o - 1) * r for o, r in zip(out, rows, strict=True)) + 1
+    planes = frame.reshape(n_, group, cg, math.prod(frame.shape[2:]))
+    sums = np.empty((n_, group, mg, length), frame.dtype)
+    if taps > 1 and cg >= SHIFTED_FROM and 2 * mg <= cg:
+        # Fewer outputs than inputs per group: rather than copy columns, multiply W's columns
+        # of each tap by the run it reads (a matrix as it lies in the frame), tap by tap.
+        per_tap = np.ascontiguousarray(filters.reshape(group, mg, cg, taps).transpose(3, 0, 1, 2))
+        product = np.empty_like(sums)
+        for t, tap in enumerate(np.ndindex(*win.kernel)):
+            at = sum(i * d * r for i, d, r in zip(tap, win.dilations, rows, strict=True))
+            run = planes[..., at : at + length]
+            if t == 0:
+                np.matmul(per_tap[t], run, out=sums)
+            else:
+                sums += np.matmul(per_tap[t], run, out=product)
+    else:
+        windows = as_strided(
+            planes,
+            (*planes.shape[:3], *win.kernel, length),
+            (
+                *planes.strides[:3],
+                *(d * r * item for d, r in zip(win.dilations, rows, strict=True)),
+                item,
+            ),
+            writeable=False,
+        )
+        _products(filters, windows, length, sums)
+    shape = (n_, group * mg, *out)
+    if length == math.prod(out):  # no position between the outputs
+        y = sums.reshape(shape)
+        if bias is not None:
+            y += _per_channel(bias, y.ndim)
+        return y
+    step = sums.strides[0], length * item, *(r * item for r in rows)
+    outputs = as_strided(sums, shape, step, writeable=False)
+    y = np.empty(shape, sums.dtype)
+    if bias is None:
+        np.copyto(y, outputs)
+    else:
+        np.add(outputs, _per_channel(bias, y.ndim), out=y)
+    return y
+
+
 @kernel("Conv")
 def conv(ctx: KernelContext, data: Any, weight: Any, bias: Any = None) -> Array:
     x, w = widen(data), widen(weight)
     win, geo = _geometry(ctx, _kernel_of(ctx, w), x)
-    y = _contract(ctx, _windows(x, win, geo, 0), w, ctx.attr("group"))
-    if bias is not None:
-        y = y + _per_channel(widen(bias), y.ndim)
-    return y.astype(np.asarray(data).dtype)
+    b = None if bias is None else widen(bias)
+    y = _convolve(ctx, x, w, ctx.attr("group"), win, geo, b)
+    return y.astype(np.asarray(data).dtype, copy=False)
 
 
 def _shifted(q: Any, zero_point: Any, rank: int) -> Array:
@@ -121,7 +314,7 @@ def _integer_conv(ctx: KernelContext, x: Any, x_zero: Any, w: Any, w_zero: Any) 
     in f64, which is exact far beyond any realistic kernel size."""
     xs, ws = _shifted(x, x_zero, 1), _shifted(w, w_zero, np.ndim(w))
     win, geo = _geometry(ctx, _kernel_of(ctx, ws), xs)
-    return _contract(ctx, _windows(xs, win, geo, 0), ws, ctx.attr("group"))
+    return _convolve(ctx, xs, ws, ctx.attr("group"), win, geo)
 
 
 @kernel("ConvInteger")
@@ -244,26 +437,31 @@ def conv_transpose(ctx: KernelContext, data: Any, weight: Any, bias: Any = None)
     geo: Geometry = _checked(ctx, transpose_out_shape, ctx.attrs, k, sizes)
     win: Window = _checked(ctx, window, ctx.attrs, k)
     n_, c = x.shape[:2]
-    cg, mg, n = c // group, w.shape[1], len(k)
-    # Each input position scatters its kernel-sized block: cols (N, M, *k, *in) ...
-    xs = x.reshape(n_, group, cg, -1).transpose(1, 0, 3, 2)
-    cols = np.matmul(xs, w.reshape(group, 1, cg, -1))
-    cols = cols.reshape(group, n_, *sizes, mg, *k)
-    order = (1, 0, 2 + n, *range(3 + n, 3 + 2 * n), *range(2, 2 + n))
-    cols = cols.transpose(order).reshape(n_, group * mg, *k, *sizes)
-    # ... added into the full result at stride steps, one strided add per kernel tap.
+    cg, mg = c // group, w.shape[1]
+    # Each input position scatters its kernel-sized block, per group W's columns times X:
+    # cols (N, M, *k, *in), NCHW straight from the matrix product.
+    filters = w.reshape(group, cg, mg * math.prod(k)).transpose(0, 2, 1)
+    cols = np.matmul(filters, x.reshape(n_, group, cg, math.prod(sizes)))
+    cols = cols.reshape(n_, group * mg, *k, *sizes)
+    # ... added into the full result at stride steps, one strided add per kernel tap; where
+    # the blocks tile the result (a stride of the kernel's size), each tap's is just written.
     full = [(s - 1) * win.strides[i] + win.span(i) for i, s in enumerate(sizes)]
-    y = np.zeros((n_, group * mg, *full), x.dtype)
+    tiled = all(d == 1 and st == t for d, st, t in zip(win.dilations, win.strides, k, strict=True))
+    y = (np.empty if tiled else np.zeros)((n_, group * mg, *full), x.dtype)
     for tap in np.ndindex(*k):
         spots = tuple(
             slice(t * d, t * d + (s - 1) * st + 1, st)
             for t, d, s, st in zip(tap, win.dilations, sizes, win.strides, strict=True)
         )
-        y[(slice(None), slice(None), *spots)] += cols[(slice(None), slice(None), *tap)]
+        at, block = (slice(None), slice(None), *spots), cols[(slice(None), slice(None), *tap)]
+        if tiled:
+            y[at] = block
+        else:
+            y[at] += block
     y = _crop(y, [g[1] for g in geo], [g[0] for g in geo])
     if bias is not None:
         y = y + _per_channel(widen(bias), y.ndim)
-    return y.astype(np.asarray(data).dtype)
+    return np.ascontiguousarray(y).astype(np.asarray(data).dtype, copy=False)
 
 
 # --- Pooling ------------------------------------------------------------------------------------
