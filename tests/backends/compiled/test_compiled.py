@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tensorloop as tl
 from backend_agreement import assert_same_outputs, assert_same_trace
@@ -736,3 +737,40 @@ def test_a_graph_the_backend_fails_to_plan_is_an_error_not_a_fallback(
     }
     with pytest.raises(RecursionError, match="planning blew up"):  # a bug: never hidden
         model.run(feed)
+
+
+_CLIP_VALUES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5, 6.0, 7.25, -3e38, 3e38, 1e-45]
+_INT_BOUNDS = [None, -9, -1, 0, 3, 6, 9]
+
+
+@st.composite
+def _clip_cases(draw: Any) -> tuple[str, Any, Any]:
+    dtype = draw(st.sampled_from(["float32", "float64", "int32", "int64"]))
+    bounds = [*_CLIP_VALUES, None] if dtype.startswith("float") else _INT_BOUNDS
+    return dtype, draw(st.sampled_from(bounds)), draw(st.sampled_from(bounds))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_clip_cases())
+def test_clip_inline_gives_the_kernels_bits(case: tuple[str, Any, Any]) -> None:
+    # The hard-swish of convolutional front ends (Clip(x + 1, 0, 6)), inline and in place.
+    dtype, lo, hi = case
+    np_dtype = np.dtype(dtype)
+    g = Graph("clip")
+    x = g.add_input("x", TensorType(dtype, [4, len(_CLIP_VALUES)]))
+    em = Emitter(g)
+    bounds = [None if b is None else em.const(np.asarray(b, np_dtype)) for b in (lo, hi)]
+    shifted = em.op("Add", [x, em.const(np.asarray(1, np_dtype))])  # a temporary: in place
+    g.set_outputs([em.op("Clip", [shifted, *bounds])])
+    model = tl.Model(g)
+    base = np.asarray(_CLIP_VALUES, np.float64)
+    rows = np.stack([base, -base, base * 0.5, base + 2])
+    with np.errstate(all="ignore"):
+        data = rows.astype(np_dtype) if np_dtype.kind == "f" else np.nan_to_num(rows).clip(-9, 9)
+    feeds = {"x": np.asarray(data, np_dtype)}
+    want = model.run(feeds, backend="reference")[g.outputs[0].name]
+    got = model.run(feeds, backend="compiled")[g.outputs[0].name]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    if lo is not None or hi is not None:
+        source = _executable(model).plan([feeds["x"]]).source
+        assert "k_Clip" not in source  # inline, not the kernel's call

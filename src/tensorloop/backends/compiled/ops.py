@@ -194,6 +194,39 @@ def _gemm_parts(
     return x, y, factor, c.expr if beta == 1 else f"({bind(beta, 'beta')} * {c.expr})"
 
 
+@template("Clip")
+def _clip(
+    node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
+) -> list[str] | None:
+    bounds = _clip_bounds(ins, bind)
+    if bounds is None:
+        return None
+    x, lo, hi = bounds
+    expr = x if lo is None else f"np.maximum({x}, {lo})"
+    return [expr if hi is None else f"np.minimum({expr}, {hi})"]
+
+
+def _clip_bounds(
+    ins: list[Operand | None], bind: Bind
+) -> tuple[str, str | None, str | None] | None:
+    """Clip as the reference kernel computes it: np.maximum with the lower bound, then
+    np.minimum with the upper, each a one-element constant of the data's (native) type; None
+    where the bounds are not such constants or neither is given."""
+    x = ins[0]
+    if x is None or not _dtypes([x], _NUMBERS):
+        return None
+    bound: list[str | None] = []
+    for o in (*ins[1:], None, None)[:2]:
+        if o is None:
+            bound.append(None)
+            continue
+        if o.const is None or o.const.size != 1 or not _dtypes([x, o], _NUMBERS):
+            return None
+        bound.append(bind(np.asarray(o.const).reshape(()), "bound"))
+    lo, hi = bound
+    return None if lo is None and hi is None else (x.expr, lo, hi)
+
+
 @template("Where")
 def _where(
     node: Node, attrs: dict[str, Any], ins: list[Operand | None], bind: Bind
@@ -423,6 +456,14 @@ def inline_into(
         return [f"{_UFUNCS[node.op]}({args}, out={out})"]
     if node.op == "Relu":
         return [f"np.maximum({args}, 0, out={out})"]
+    if node.op == "Clip":
+        bounds = _clip_bounds(ins, bind)
+        assert bounds is not None
+        x, lo, hi = bounds
+        lines = [] if lo is None else [f"np.maximum({x}, {lo}, out={out})"]
+        if hi is not None:
+            lines.append(f"np.minimum({x if lo is None else out}, {hi}, out={out})")
+        return lines
     if node.op == "Gemm":
         parts = _gemm_parts(attrs, ins, bind)
         assert parts is not None

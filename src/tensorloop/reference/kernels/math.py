@@ -129,12 +129,14 @@ def _bound(ctx: KernelContext, value: Any, what: str) -> Array:
 
 @kernel("Clip")
 def clip(ctx: KernelContext, data: Any, lo: Any = None, hi: Any = None) -> Array:
-    y = widen(data)
+    x = widen(data)
+    y = x
     if lo is not None:
         y = np.maximum(y, _bound(ctx, lo, "min"))
-    if hi is not None:
-        y = np.minimum(y, _bound(ctx, hi, "max"))
-    return np.asarray(y).astype(np.asarray(data).dtype)
+    if hi is not None:  # into the array the lower bound made, where it made one
+        y = np.minimum(y, _bound(ctx, hi, "max"), out=None if y is x else y)
+    # a new array already (unless no bound was given): no copy when its type is the data's
+    return np.asarray(y).astype(np.asarray(data).dtype, copy=y is x)
 
 
 @kernel("PRelu")
