@@ -81,9 +81,15 @@ READ_FAMILIES = (
 op."""
 
 
+_LOADED: list[bool] = []
+
+
 def _load_converters() -> None:
+    if _LOADED:  # looked up for every node: the imports once
+        return
     for name in READ_FAMILIES:
         importlib.import_module(f"{__package__}.{name}")
+    _LOADED.append(True)
 
 
 _P = onnx.TensorProto
