@@ -159,6 +159,11 @@ COLUMN_BYTES = 1 << 20
 least), which stays in the cache for the matrix products that read it."""
 
 
+FEW_POSITIONS = 16
+"""A strided conv of several images with fewer output positions than this makes one product
+per group over all the images' columns (``_products``)."""
+
+
 SHIFTED_FROM = 16
 """At stride 1, a conv whose groups take at least this many input channels, and at least
 twice as many as they give output channels, sums tap by tap its matrix products over the
@@ -207,7 +212,7 @@ def _convolve(
         windows = _strided(grouped, win, geo, grouped.shape[:3])
         size = math.prod(out)
         y = np.empty((n_, m, *out), x.dtype)
-        _products(filters, windows, size, y.reshape(n_, group, m // group, size))
+        _products(filters, windows, size, y.reshape(n_, group, m // group, size), len(geo))
     elif not any(begins) and all(k == 1 for k in win.kernel) and reach == list(x.shape[2:]):
         columns = x.reshape(n_, group, cg, math.prod(out))
         y = np.matmul(filters, columns).reshape(n_, m, *out)
@@ -219,13 +224,22 @@ def _convolve(
     return y
 
 
-def _products(filters: Array, windows: Array, size: int, sums: Array) -> None:
+def _products(filters: Array, windows: Array, size: int, sums: Array, rank: int) -> None:
     """W's rows per group, ``filters`` (group, M/group, C/group * taps), times the columns
-    that ``windows`` (N, group, C/group, *kernel, positions...) copy to, ``size`` positions
-    each, into ``sums`` (N, group, M/group, size): a block of groups (COLUMN_BYTES) at a time,
-    each copied into one buffer."""
+    that ``windows`` (N, group, C/group, *kernel, positions...; ``rank`` kernel axes) copy to,
+    ``size`` positions each, into ``sums`` (N, group, M/group, size): a block of groups
+    (COLUMN_BYTES) at a time, each copied into one buffer; or, for several images of fewer
+    than FEW_POSITIONS positions, one product per group over all of them."""
     n_, group = windows.shape[:2]
     depth = filters.shape[2]
+    if n_ > 1 and size < FEW_POSITIONS:
+        # Many images of few positions each (a framed signal's strided transform): one
+        # product per group over every image's columns, not one per image and group.
+        order = (1, 2, *range(3, 3 + rank), 0, *range(3 + rank, windows.ndim))
+        columns = np.ascontiguousarray(windows.transpose(order)).reshape(group, depth, -1)
+        products = np.matmul(filters, columns).reshape(group, -1, n_, size)
+        np.copyto(sums, products.transpose(2, 0, 1, 3))
+        return
     per = min(group, max(1, COLUMN_BYTES // max(1, n_ * depth * size * windows.itemsize)))
     block = np.empty(n_ * per * depth * size, windows.dtype)
     for g0 in range(0, group, per):
@@ -274,7 +288,7 @@ def _flattened(
             ),
             writeable=False,
         )
-        _products(filters, windows, length, sums)
+        _products(filters, windows, length, sums, len(win.kernel))
     shape = (n_, group * mg, *out)
     if length == math.prod(out):  # no position between the outputs
         y = sums.reshape(shape)
