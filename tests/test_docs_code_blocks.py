@@ -85,8 +85,9 @@ differ, unit included."""
 TIMING_HEADER = re.compile(r"\bms\b|\bruns\b|/s\b|\b[KMG]iB\b|^/ ")
 """A table column of timings (or of ratios of timings, or memory): its cells may differ."""
 DIFF_HEADER = re.compile(r"\bdiff\b")
-ANCHOR_RUNTIMES = ("onnxruntime", "openvino")
-"""Runtimes whose differences from tensorloop depend on the CPU they run on."""
+ANCHOR_RUNTIMES = ("onnxruntime", "openvino", "tensorloop-jax")
+"""Runtimes whose differences from the reference depend on the CPU they run on (XLA's code
+for a loop is made for the CPU's vector instructions)."""
 VARIES = "<varies>"
 BOX_RULE = re.compile(r"([━─═])\1+")
 PRINT_COMMENT = re.compile(r"#\s?(.*?)\s*$")
