@@ -127,10 +127,8 @@ def _windows(x: Array, win: Window, geo: Geometry, fill: Any) -> Array:
     return view.transpose(0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n))
 
 
-def _contract(ctx: KernelContext, patches: Array, w: Array, group: int) -> Array:
-    """im2col: patches (N, C, *out, *kernel) times W (M, C/group, *kernel) per group,
-    as one batched matmul, giving (N, M, *out)."""
-    n_, c = patches.shape[:2]
+def _check_groups(ctx: KernelContext, c: int, w: Array, group: int) -> None:
+    """X's ``c`` channels and W (M, C/group, *kernel) fit ``group`` groups."""
     m, cg = w.shape[:2]
     if c != cg * group or m % group:
         raise fail(
@@ -138,6 +136,14 @@ def _contract(ctx: KernelContext, patches: Array, w: Array, group: int) -> Array
             f"X has {c} channels and W of shape {list(w.shape)} takes {cg} per group for "
             f"{group} groups (and needs its {m} outputs divisible by {group})",
         )
+
+
+def _contract(ctx: KernelContext, patches: Array, w: Array, group: int) -> Array:
+    """im2col: patches (N, C, *out, *kernel) times W (M, C/group, *kernel) per group,
+    as one batched matmul, giving (N, M, *out)."""
+    n_, c = patches.shape[:2]
+    m, cg = w.shape[:2]
+    _check_groups(ctx, c, w, group)
     n = w.ndim - 2
     out = patches.shape[2 : 2 + n]
     grouped = patches.reshape(n_, group, cg, *patches.shape[2:])
@@ -195,12 +201,7 @@ def _convolve(
     product is summed, in row-major order of the taps."""
     n_, c = x.shape[:2]
     m, cg = w.shape[:2]
-    if c != cg * group or m % group:
-        raise fail(
-            ctx,
-            f"X has {c} channels and W of shape {list(w.shape)} takes {cg} per group for "
-            f"{group} groups (and needs its {m} outputs divisible by {group})",
-        )
+    _check_groups(ctx, c, w, group)
     out = tuple(g[0] for g in geo)
     if not n_ or not math.prod(out):  # no outputs: no images, or SAME over an empty axis
         return np.zeros((n_, m, *out), x.dtype)
