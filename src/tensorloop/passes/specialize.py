@@ -5,7 +5,7 @@ values of guarded control inputs choose) folded away."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,9 +13,11 @@ import numpy as np
 from ..errors import TensorloopError
 from ..ir.branch import If
 from ..ir.emit import Emitter
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import Graph, Node, Value, static_type
 from ..ir.loop import Loop
 from ..ir.opdef import infer_types
+from ..limits import nbytes
+from ..reference.allocation import predicted
 from ..tensor.types import TensorType, Type
 from . import inline_constant_branches
 from .fold_constants import fold_node
@@ -126,12 +128,17 @@ class Guards:
         return (sig, guard), values
 
 
+Sized = tuple[int, tuple[int, ...], Any, str]
+"""(bytes, shape, dtype, where) of an output whose size comes from data."""
+
+
 def specialize(
     graph: Graph,
     args: Sequence[Any],
     *,
     fold: bool = True,
     constants: Mapping[int, Any] | None = None,
+    folded: list[Sized] | None = None,
 ) -> Graph:
     """A copy of ``graph`` typed for ``args``; with ``fold``, constants folded too, and the
     inputs at the positions of ``constants`` read as those constants (a plan guarded on their
@@ -140,7 +147,11 @@ def specialize(
     A type the rules cannot make static keeps the declared one. A loop body is re-typed with
     the static types of the loop's inputs only where that is a fixed point: each carried value's
     next type equals the type it started with (a carried shape may instead change from one
-    iteration to the next; then the body keeps its declared types)."""
+    iteration to the next; then the body keeps its declared types).
+
+    ``folded`` learns the outputs folded away of ops whose output size comes from data
+    (``allocation.predicted``): a run still checks them against its limits, as the reference
+    checks them when it allocates them."""
     copy = graph.clone()
     for param, arg in zip(copy.inputs, args, strict=True):
         if isinstance(param.type, TensorType) and isinstance(arg, np.ndarray):
@@ -157,7 +168,7 @@ def specialize(
     if fold:
         with np.errstate(all="ignore"):
             for _ in range(_MAX_ROUNDS):
-                changed = _fold(copy)
+                changed = _fold(copy, folded)
                 changed |= inline_constant_branches.run(copy).changed
                 if not changed:
                     break
@@ -174,7 +185,7 @@ _MAX_ROUNDS = 32
 """Fold and inline rounds (each inlines a level of nested constant branches)."""
 
 
-def _fold(graph: Graph) -> bool:
+def _fold(graph: Graph, folded: list[Sized] | None) -> bool:
     """Fold every node whose inputs are constants (``fold_constants.fold_node``), in order,
     each first re-typed from its inputs: a shape computed from folded shapes then folds too."""
     changed = False
@@ -182,8 +193,25 @@ def _fold(graph: Graph) -> bool:
         if node.graph is None or node.op in ("Loop", "If"):
             continue
         _refine(node)
-        changed |= fold_node(node, max_elements=MAX_PLAN_FOLDED_ELEMENTS) is not None
+        sized = largest_sized([node]) if folded is not None else None
+        if fold_node(node, max_elements=MAX_PLAN_FOLDED_ELEMENTS) is not None:
+            changed = True
+            if sized is not None and folded is not None:
+                folded.append(sized)
     return changed
+
+
+def largest_sized(nodes: Iterable[Node]) -> Sized | None:
+    """The largest static output among ``nodes`` of an op whose output size comes from data
+    (``allocation.predicted``)."""
+    largest = None
+    for node in nodes:
+        t = static_type(node.outputs[0]) if node.outputs and predicted(node.op) else None
+        if t is not None:
+            size = nbytes(t.static_shape, t.dtype)
+            if largest is None or size > largest[0]:
+                largest = (size, t.static_shape, t.dtype, f"{node.describe()} output #0")
+    return largest
 
 
 def _refine(node: Node) -> None:

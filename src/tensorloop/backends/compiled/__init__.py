@@ -39,7 +39,7 @@ from ...passes import (
     merge_split_elementwise,
 )
 from ...passes.base import Pass
-from ...passes.specialize import Guards, specialize
+from ...passes.specialize import Guards, Sized, specialize
 from ...reference import Interpreter
 from ...reference.runtime import RunState
 from ...tensor.types import Type
@@ -86,6 +86,10 @@ class CompiledPlan:
         self.handoffs = Handoffs(
             Handoff((label(node),), NAME, "reference", why) for node, why in self.handed_on
         )
+        self.folded: Sized | None = None
+        """The largest output planning folded away of an op whose output size comes from
+        data: checked against each run's limits before the plan runs, as the reference checks
+        it when it allocates it."""
 
 
 class CompiledExecutable:
@@ -114,8 +118,11 @@ class CompiledExecutable:
         key = (guarded, trace, observed)
         plan = self._plans.get(key)
         if plan is None:
+            folded: list[Sized] = []
             try:
-                graph = specialize(self.graph, args, fold=not as_written, constants=values)
+                graph = specialize(
+                    self.graph, args, fold=not as_written, constants=values, folded=folded
+                )
             except TensorloopError:
                 # The signature makes the graph invalid (a reshape the shapes cannot take, say):
                 # plan the graph as it is, and let the run report the fault as the reference does.
@@ -124,6 +131,7 @@ class CompiledExecutable:
                 graph = graph if as_written else optimize(graph)
             # A pass or the code generator failing is a bug: it propagates, never hidden.
             plan = CompiledPlan(graph, trace, observed)
+            plan.folded = max(folded, default=None, key=lambda sized: sized[0])
             with self._lock:
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
@@ -155,6 +163,9 @@ class CompiledExecutable:
         saved = dict(state.variables) if self._stateful else None
         stacked, handed = state.stacked_bytes, len(state.handoffs)
         plan.handoffs.start(state)
+        if plan.folded is not None and plan.folded[0] > state.limits.max_tensor_bytes:
+            _, shape, dtype, where = plan.folded
+            state.check_tensor(shape, dtype, where)
         try:
             return plan.run(args, state)
         except support.Deoptimize as deopt:  # a case the plan does not cover: planned for

@@ -49,9 +49,8 @@ from ...passes import (
     merge_split_elementwise,
 )
 from ...passes.base import Pass
-from ...passes.specialize import Guards, specialize
+from ...passes.specialize import Guards, Sized, largest_sized, specialize
 from ...reference import Interpreter
-from ...reference.allocation import predicted
 from ...reference.runtime import RunState, loop_limit_error
 from ...tensor.types import TensorType, Type
 from ..base import RUN, Handoff, Handoffs, label, register_backend
@@ -449,17 +448,10 @@ def _holds_loop(node: Node) -> bool:
     )
 
 
-def _largest_sized(graph: Graph) -> tuple[int, tuple[int, ...], Any, str] | None:
+def _largest_sized(graph: Graph) -> Sized | None:
     """The largest static output, anywhere in ``graph``, of an op whose output size comes
     from data (``allocation.predicted``): (bytes, shape, dtype, where)."""
-    largest = None
-    for _, node in graph.walk():
-        t = static_type(node.outputs[0]) if node.outputs and predicted(node.op) else None
-        if t is not None:
-            size = nbytes(t.static_shape, t.dtype)
-            if largest is None or size > largest[0]:
-                largest = (size, t.static_shape, t.dtype, f"{node.describe()} output #0")
-    return largest
+    return largest_sized(node for _, node in graph.walk())
 
 
 def _host(value: Any) -> Any:
@@ -501,14 +493,18 @@ class JaxExecutable:
         with self._lock:
             plan = self._plans.get(key)
             if plan is None:
+                folded: list[Sized] = []
                 try:
-                    graph = specialize(self.graph, args, constants=values)
+                    graph = specialize(self.graph, args, constants=values, folded=folded)
                 except TensorloopError:  # the signature makes the graph invalid: as it is
                     graph = self.graph
                 else:
                     graph = optimize(graph, PIPELINE)
                 plan = JaxPlan(graph, self.options, timed=timed, observed=observed)
                 plan.build()
+                # what planning folded away is still checked against each run's limits
+                sized = [*folded, *([plan.largest] if plan.largest else [])]
+                plan.largest = max(sized, default=None, key=lambda s: s[0])
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
                 self._plans[key] = plan
