@@ -266,7 +266,7 @@ def test_grn_and_group_normalization(tmp_path: Path) -> None:
 # -- the writer: tensorloop models saved as IR, run by OpenVINO -----------------------------------
 
 
-X4 = rand_f32(2, 4, 7, 6)
+X4 = rand_f32(2, 4, 7, 6, rng=np.random.default_rng(4))  # not the import order's draw
 
 
 @pytest.mark.usefixtures("_fresh_builder")

@@ -131,8 +131,8 @@ def _bound(ctx: KernelContext, value: Any, what: str) -> Array:
 def clip(ctx: KernelContext, data: Any, lo: Any = None, hi: Any = None) -> Array:
     x = widen(data)
     y = x
-    if lo is not None:
-        y = np.maximum(y, _bound(ctx, lo, "min"))
+    if lo is not None:  # an array even of no dimensions (NumPy gives a scalar there)
+        y = np.asarray(np.maximum(y, _bound(ctx, lo, "min")))
     if hi is not None:  # into the array the lower bound made, where it made one
         y = np.minimum(y, _bound(ctx, hi, "max"), out=None if y is x else y)
     # a new array already (unless no bound was given): no copy when its type is the data's
