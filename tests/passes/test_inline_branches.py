@@ -4,6 +4,7 @@ reference's, for every value, and a bounded number of plans."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 
 import tensorloop as tl
 from tensorloop.backends.compiled import CompiledExecutable
+from tensorloop.ir.parser import parse_graph
+from tensorloop.ir.printer import print_graph
 from tensorloop.passes import inline_constant_branches
 from tensorloop.passes.specialize import MAX_GUARDED_VARIANTS, control_inputs, specialize
 
@@ -109,3 +112,39 @@ def test_inlining_a_constant_branch_keeps_results_and_names() -> None:
     got = tl.Model(graph).run(feeds, backend="reference")["y"]
     np.testing.assert_array_equal(got, model.run(feeds, backend="reference")["y"])
     np.testing.assert_array_equal(got, [2, 3, 4])
+
+
+BRANCHED = textwrap.dedent(
+    """\
+    graph @model(%x: f32[3]) {
+      %const = Constant() {value = dense<bool[]>[true]} : bool[]
+      %y = If(cond=%const, captured=[%x]) {else_branch = graph @else_branch(%a: f32[3]) {
+        %one = Constant() {value = dense<f32[]>[1.0]} : f32[]
+        %5 = Add(%a, %one) : f32[3]
+        return %5
+      }, then_branch = graph @then_branch(%b: f32[3]) {
+        %two = Constant() {value = dense<f32[]>[2.0]} : f32[]
+        %1 = Mul(%b, %two) : f32[3]
+        %2 = Tanh(%1) : f32[3]
+        return %2
+      }} : f32[3]
+      return %y
+    }"""
+)
+
+
+def test_inline_constant_branches_golden() -> None:
+    g = parse_graph(BRANCHED)
+    assert inline_constant_branches.run(g).changed
+    # The branch taken, its parameter read as the captured value; the result keeps its name.
+    assert print_graph(g) == textwrap.dedent(
+        """\
+        graph @model(%x: f32[3]) {
+          %const = Constant() {value = dense<bool[]>[true]} : bool[]
+          %two = Constant() {value = dense<f32[]>[2.0]} : f32[]
+          %1 = Mul(%x, %two) : f32[3]
+          %y = Tanh(%1) : f32[3]
+          return %y
+        }"""
+    )
+    assert not inline_constant_branches.run(g).changed
