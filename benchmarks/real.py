@@ -282,7 +282,7 @@ def report(rows: list[Row], backends: list[str], console: Console) -> dict[str, 
     "--first-call", "with_first", is_flag=True, help="Also first call in a fresh process."
 )
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None)
-@click.option("--child", nargs=2, hidden=True, default=None)
+@click.option("--child", "child_of", nargs=2, hidden=True, default=None)
 def main(
     only: tuple[str, ...],
     backends: str,
@@ -290,10 +290,10 @@ def main(
     warmup: int,
     with_first: bool,
     json_path: str | None,
-    child: tuple[str, str] | None,
+    child_of: tuple[str, str] | None,
 ) -> None:
-    if child:
-        globals()["child"](*child)
+    if child_of:  # a first call's fresh process (see ``first_call``)
+        child(*child_of)
         return
     warnings.simplefilter("ignore")
     console = Console(width=240)

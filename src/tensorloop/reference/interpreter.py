@@ -81,12 +81,7 @@ def invoke(fn: Kernel, ctx: KernelContext, inputs: Sequence[Any]) -> list[Any]:
     """``fn(ctx, *inputs)`` as one value per output of ``ctx.node``, each conformed to its type;
     a Python error in the kernel becomes this node's ExecutionError."""
     node = ctx.node
-    try:
-        result = fn(ctx, *inputs)
-    except TensorloopError:
-        raise
-    except KERNEL_FAULTS as exc:
-        raise kernel_error(node, inputs, exc) from exc
+    result = call_kernel(fn, ctx, inputs)
     # A tuple is one value per output; anything else (a list is a sequence) is one output.
     outs = list(result) if isinstance(result, tuple) else [result]
     if len(node.outputs) == 0 and result is None:
@@ -98,20 +93,22 @@ def invoke(fn: Kernel, ctx: KernelContext, inputs: Sequence[Any]) -> list[Any]:
     return [conform(node, i, o) for i, o in enumerate(outs)]
 
 
-KERNEL_FAULTS = (ValueError, TypeError, IndexError, ArithmeticError, MemoryError)
-"""What a kernel raises on inputs it cannot take (``kernel_error`` names them)."""
-
-
-def kernel_error(node: Node, inputs: Sequence[Any], exc: BaseException) -> TensorloopError:
-    """The error of ``node`` whose kernel raised ``exc`` (one of ``KERNEL_FAULTS``) on
-    ``inputs``: an ExecutionError, or a ResourceLimitError for memory the limits let through
-    but the machine could not give."""
-    shapes = ", ".join(describe(x) for x in inputs)
-    if isinstance(exc, MemoryError):
-        return ResourceLimitError(
-            f"{node.describe()} ran out of memory on inputs ({shapes}): {exc}"
-        )
-    return ExecutionError(f"{node.describe()} failed on inputs ({shapes}): {exc}")
+def call_kernel(fn: Kernel, ctx: KernelContext, inputs: Sequence[Any]) -> Any:
+    """``fn(ctx, *inputs)`` as the kernel returns it; a Python error in the kernel becomes this
+    node's ExecutionError (a ResourceLimitError for memory the limits let through but the
+    machine could not give)."""
+    try:
+        return fn(ctx, *inputs)
+    except TensorloopError:
+        raise
+    except (ValueError, TypeError, IndexError, ArithmeticError, MemoryError) as exc:
+        shapes = ", ".join(describe(x) for x in inputs)
+        where = ctx.node.describe()
+        if isinstance(exc, MemoryError):
+            raise ResourceLimitError(
+                f"{where} ran out of memory on inputs ({shapes}): {exc}"
+            ) from None
+        raise ExecutionError(f"{where} failed on inputs ({shapes}): {exc}") from exc
 
 
 def conform(node: Node, index: int, result: Any) -> Any:

@@ -725,7 +725,7 @@ def test_a_bad_index_into_a_constant_is_the_runs_error_not_the_plans() -> None:
 def test_a_graph_the_backend_fails_to_plan_is_an_error_not_a_fallback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken(graph: Graph, trace: frozenset[str], observed: bool = False) -> Any:
+    def broken(graph: Graph, *options: Any) -> Any:
         raise RecursionError("planning blew up")
 
     monkeypatch.setattr(compiled, "generate", broken)

@@ -76,8 +76,17 @@ class CompiledPlan:
     handoffs: the Loops and Ifs whose bodies it leaves to the reference interpreter
     (``handed_on``: node and why), decided while planning, and each run's deoptimisations."""
 
-    def __init__(self, graph: Graph, trace: frozenset[str], observed: bool = False) -> None:
-        self.source, namespace, self.handed_on = generate(graph, trace, observed)
+    def __init__(
+        self,
+        graph: Graph,
+        trace: frozenset[str],
+        observed: bool = False,
+        folded: Sized | None = None,
+    ) -> None:
+        # ``folded``: the largest output planning folded away of an op whose output size comes
+        # from data; the run checks it against its limits, as the reference checks it when it
+        # allocates it.
+        self.source, namespace, self.handed_on = generate(graph, trace, observed, folded)
         # The file name is for tracebacks only; a graph's name may hold any character (NUL too).
         name = graph.name.encode("unicode_escape").decode("ascii")
         code = compile(self.source, f"<tensorloop plan of graph '{name}'>", "exec")
@@ -86,10 +95,6 @@ class CompiledPlan:
         self.handoffs = Handoffs(
             Handoff((label(node),), NAME, "reference", why) for node, why in self.handed_on
         )
-        self.folded: Sized | None = None
-        """The largest output planning folded away of an op whose output size comes from
-        data: checked against each run's limits before the plan runs, as the reference checks
-        it when it allocates it."""
 
 
 class CompiledExecutable:
@@ -130,8 +135,8 @@ class CompiledExecutable:
             else:
                 graph = graph if as_written else optimize(graph)
             # A pass or the code generator failing is a bug: it propagates, never hidden.
-            plan = CompiledPlan(graph, trace, observed)
-            plan.folded = max(folded, default=None, key=lambda sized: sized[0])
+            largest = max(folded, default=None, key=lambda sized: sized[0])
+            plan = CompiledPlan(graph, trace, observed, largest)
             with self._lock:
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
@@ -163,9 +168,6 @@ class CompiledExecutable:
         saved = dict(state.variables) if self._stateful else None
         stacked, handed = state.stacked_bytes, len(state.handoffs)
         plan.handoffs.start(state)
-        if plan.folded is not None and plan.folded[0] > state.limits.max_tensor_bytes:
-            _, shape, dtype, where = plan.folded
-            state.check_tensor(shape, dtype, where)
         try:
             return plan.run(args, state)
         except support.Deoptimize as deopt:  # a case the plan does not cover: planned for

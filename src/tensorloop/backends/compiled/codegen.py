@@ -21,6 +21,7 @@ from ...ir.graph import Graph, Node, Value, static_type
 from ...ir.loop import Loop
 from ...ir.opdef import get_opdef
 from ...limits import nbytes
+from ...passes.specialize import Sized
 from ...reference.allocation import predicted
 from ...reference.kernels.control_flow import empty_stacked
 from ...reference.runtime import loop_label, loop_limit_error, timeout_error
@@ -63,7 +64,9 @@ class Generator:
     ``observed``: the function calls the run's loop observer (``state.observer``) as each
     iteration starts and each loop ends (a plan for unobserved runs has no such call)."""
 
-    def __init__(self, trace: frozenset[str], observed: bool = False) -> None:
+    def __init__(
+        self, trace: frozenset[str], observed: bool = False, folded: Sized | None = None
+    ) -> None:
         self.src = Source()
         self.trace = trace
         self.observed = observed
@@ -76,9 +79,10 @@ class Generator:
             "timeout_error": timeout_error,
             "_monotonic": time.monotonic,
         }
-        self.largest: tuple[int, tuple[int, ...], Any, str] | None = None
-        """The largest static output of an op whose output size comes from data: checked
-        against the run's limits once, when the run starts."""
+        self.largest: Sized | None = folded
+        """The largest static output of an op whose output size comes from data (``folded``:
+        the largest that planning folded away): checked against the run's limits once, when
+        the run starts."""
         self.names: dict[Value, str] = {}
         self.constants: dict[Value, Any] = {}
         self._count = 0
@@ -554,11 +558,12 @@ def _may_fail_on_data(node: Node) -> bool:
 
 
 def generate(
-    graph: Graph, trace: frozenset[str], observed: bool = False
+    graph: Graph, trace: frozenset[str], observed: bool = False, folded: Sized | None = None
 ) -> tuple[str, dict[str, Any], list[tuple[Node, str]]]:
     """The source of ``run(args, state)`` for ``graph``, the globals it reads (``observed``:
-    calling the run's loop observer, see ``Generator``), and the Loops and Ifs whose bodies
-    the plan hands to the reference interpreter, with why."""
-    gen = Generator(trace, observed)
+    calling the run's loop observer, see ``Generator``; ``folded``: an output planning folded
+    away that the run still checks), and the Loops and Ifs whose bodies the plan hands to the
+    reference interpreter, with why."""
+    gen = Generator(trace, observed, folded)
     text = gen.function(graph)
     return text, gen.globals, gen.handed_on

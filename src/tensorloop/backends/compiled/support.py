@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ExecutionError, TensorloopError
+from ...errors import ExecutionError
 from ...ir.graph import Graph, Node, static_type
 from ...ir.opdef import get_opdef
 from ...reference.allocation import check_outputs
-from ...reference.interpreter import KERNEL_FAULTS, Interpreter, conform, invoke, kernel_error
+from ...reference.interpreter import Interpreter, call_kernel, conform, invoke
 from ...reference.registry import KernelContext, get_kernel
 from ...reference.runtime import RunState
 
@@ -150,12 +150,7 @@ def generic_call(node: Node, *, stateful: bool) -> Callable[..., Any]:
     dtype, shape = out.dtype.numpy, out.static_shape
 
     def call_static(*inputs: Any) -> Any:
-        try:
-            result = fn(ctx, *inputs)
-        except TensorloopError:
-            raise
-        except KERNEL_FAULTS as exc:
-            raise kernel_error(node, inputs, exc) from exc
+        result = call_kernel(fn, ctx, inputs)
         if type(result) is np.ndarray and result.dtype == dtype and result.shape == shape:
             return result
         return conform(node, 0, result)

@@ -315,7 +315,7 @@ class JaxPlan:
     handoffs: Handoffs = field(default_factory=Handoffs)
 
     def build(self) -> None:
-        self.largest = _largest_sized(self.graph)
+        self.largest = largest_sized(node for _, node in self.graph.walk())
         excluded: dict[Node, str] = {}
         if self.timed:
             why = (
@@ -446,12 +446,6 @@ def _holds_loop(node: Node) -> bool:
     return node.op == "Loop" or any(
         n.op == "Loop" for sub in node.subgraphs.values() for _, n in sub.walk()
     )
-
-
-def _largest_sized(graph: Graph) -> Sized | None:
-    """The largest static output, anywhere in ``graph``, of an op whose output size comes
-    from data (``allocation.predicted``): (bytes, shape, dtype, where)."""
-    return largest_sized(node for _, node in graph.walk())
 
 
 def _host(value: Any) -> Any:
