@@ -79,6 +79,7 @@ from .errors import (
     ResourceLimitError,
     RunTimeoutError,
     ShapeInferenceError,
+    StreamingError,
     TensorloopError,
     UnsupportedOpError,
     VerificationError,
@@ -89,6 +90,7 @@ from .ir.graph import Graph, Node, Value
 from .ir.loop import Loop, Sliced, Stacked
 from .limits import DEFAULT_MAX_ITERATIONS, Limits
 from .model import Model, Outputs, Session
+from .model.stream import Stream
 from .reference.runtime import LoopObserver
 from .reference.trace import Trace, TraceEntry
 from .tensor.dtypes import DType, dtype
@@ -122,6 +124,8 @@ __all__ = [
     "SequenceType",
     "Session",
     "ShapeInferenceError",
+    "Stream",
+    "StreamingError",
     "Sliced",
     "Stacked",
     "Tensor",

@@ -28,6 +28,11 @@ class NetworkError(GraphError):
     """A network built with tensorloop.network breaks one of TensorRT's rules for networks."""
 
 
+class StreamingError(GraphError):
+    """A model cannot be streamed as asked: the message names the value that needs the whole
+    sequence (or the state pairing that does not fit) and why."""
+
+
 class ParseError(TensorloopError):
     """Text IR could not be parsed; the message names line and column."""
 

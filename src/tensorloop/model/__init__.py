@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends.base import (
+from ..backends.base import (
     DEFAULT_BACKEND,
     Backend,
     Executable,
@@ -16,13 +16,13 @@ from .backends.base import (
     Placement,
     get_backend,
 )
-from .builder.tracing import Tensor, requested_name, root_graph
-from .errors import BackendError, GraphError, InputError, TensorloopError
-from .ir.graph import Graph, Node, Value, Variable, copy_node
-from .ir.verify import verify
-from .limits import Limits, check_graph
-from .reference.runtime import LoopObserver, RunState, coerce_inputs
-from .reference.trace import Trace, TraceEntry
+from ..builder.tracing import Tensor, requested_name, root_graph
+from ..errors import BackendError, GraphError, InputError, StreamingError, TensorloopError
+from ..ir.graph import Graph, Node, Value, Variable, copy_node
+from ..ir.verify import verify
+from ..limits import Limits, check_graph
+from ..reference.runtime import LoopObserver, RunState, coerce_inputs
+from ..reference.trace import Trace, TraceEntry
 
 
 class Outputs(dict[str, Any]):
@@ -268,6 +268,53 @@ class Model:
         return [
             Placement(n.name or n.op, n.op, name) for n in self.graph.nodes if n.op != "Constant"
         ]
+
+    def stream(
+        self,
+        chunk: int | None = None,
+        *,
+        sequence: Mapping[str, int] | None = None,
+        state: Mapping[str, str] | str | None = None,
+        state_init: Mapping[str, Any] | None = None,
+        backend: str | Backend | None = None,
+    ) -> Any:
+        """A ``Stream`` that runs this model over a sequence ``chunk`` time steps per call,
+        carrying its recurrent state from call to call (``stream.push(inputs)``,
+        ``stream.state``, ``stream.reset()``); see ``tensorloop.model.stream``.
+
+        A model whose loops run over time is made a step by ``passes.streaming.make_step``:
+        ``sequence`` names its sequence inputs and their time axes (by default the inputs its
+        loops slice). A model that takes and returns its state streams as it is: ``state``
+        pairs its state inputs with the outputs that return them (``{"state": "stateN"}``), or
+        ``"auto"`` pairs them by name and type. A model with persistent tensors (variables)
+        streams as it is, its state in them. ``state_init`` gives the first state (by default
+        the model's own initial values, or zeros for paired state); ``backend`` overrides the
+        model's."""
+        from ..passes.streaming import make_step
+        from .stream import Stream, _explicit_program, pair_states
+
+        if state is not None:
+            pairs = pair_states(self.graph) if state == "auto" else state
+            if isinstance(pairs, str):
+                raise InputError(f"state must be a mapping of input to output names or 'auto', got {pairs!r}")
+            if not pairs:
+                raise StreamingError(
+                    f"model '{self.graph.name}' has no input and output whose names and types "
+                    "pair them as state; name the pairs with state={input: output}"
+                )
+            program = _explicit_program(self.graph, pairs)
+            if sequence:
+                program.sequence = dict(sequence)
+            return Stream(self, program, chunk=chunk, backend=backend, state_init=state_init, mode="explicit")
+        if self.graph.variables:
+            from .stream import _variables_program
+
+            return Stream(
+                self, _variables_program(self.graph), chunk=None, backend=backend,
+                state_init=state_init, mode="variables",
+            )
+        program = make_step(self.graph, sequence)
+        return Stream(self, program, chunk=chunk, backend=backend, state_init=state_init)
 
     def session(self) -> Session:
         """A new session with its own persistent state."""

@@ -1,0 +1,893 @@
+"""make_step: a model whose loops run over a time axis, as a step that runs one chunk per call.
+
+LowLatency2's idea for the canonical Loop. A top-level Loop that slices a *sequence input* (or
+a value computed from one a time step at a time) runs over time; split the sequence into chunks
+and the loop over the whole sequence is the loop over each chunk in turn, its carried values
+handed from one chunk's loop to the next. So the step graph is the model itself, where
+
+- each carried value's initial value is a *state input*, and its final value also a *state
+  output* (the next chunk's state); the *init graph* computes the first chunk's state from the
+  inputs, as the model did;
+- a loop whose body reads the iteration number, or whose trip count is not the sequence's
+  length, carries the time step as one more state (the body reads it where it read the
+  iteration; the trip count left is the count less the steps already run);
+- everything outside the loops computes each time step from that step alone (elementwise
+  maths, projections, transposes and reshapes that keep the time axis, reductions over other
+  axes) and so runs on a chunk as on the whole sequence.
+
+``analyze`` proves that last point value by value, with the time axis of each (``Timed``): an
+output computed a step at a time is the chunks' outputs joined on that axis; a value computed
+from a loop's final carried values only (a *read-out*, such as the last hidden state or a
+classifier over it) is, after the last chunk, what the whole run gives. What cannot be
+streamed is refused with ``StreamingError`` naming the value: a reduction, convolution or
+attention over the time axis, a loop that slices in reverse or can stop early, a loop that
+reads the whole sequence in each iteration, a value that uses the sequence's length other than
+as the time dimension or a loop's trip count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from ..errors import StreamingError
+from ..ir.emit import Emitter
+from ..ir.graph import Graph, Node, Value, clone_graph, constant_ints, copy_node
+from ..ir.loop import ITERATION_TYPE, Loop
+from ..tensor.types import TensorType, normalize_axis
+
+# -- what a value is to a stream ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A tensor whose ``axis`` is time: its row ``t`` is computed from time step ``t`` alone
+    (and, through a loop's carried values, from the steps before it)."""
+
+    axis: int
+
+
+@dataclass(frozen=True)
+class _Readout:
+    """A value computed from loops' final carried values (and what no chunk changes)."""
+
+
+READOUT = _Readout()
+
+
+class _Length:
+    """An element of a shape vector that is the sequence's length."""
+
+    def __repr__(self) -> str:
+        return "T"
+
+
+LENGTH = _Length()
+
+
+@dataclass(frozen=True)
+class DimOf:
+    """An element of a shape vector copied from dim ``k`` of ``value`` (a static dim)."""
+
+    value: Value
+    k: int
+
+
+Elem = int | DimOf | _Length | None  # None: static, value unknown
+
+
+@dataclass(frozen=True)
+class Dims:
+    """An integer tensor computed from shapes, element by element (a scalar is one element)."""
+
+    elems: tuple[Elem, ...]
+    scalar: bool = False
+
+    @property
+    def has_length(self) -> bool:
+        return any(e is LENGTH for e in self.elems)
+
+
+@dataclass(frozen=True)
+class _LengthDependent:
+    """A value computed from the sequence's length in a way a chunk does not reproduce."""
+
+    why: str
+
+
+Kind = Timed | _Readout | Dims | _LengthDependent | None  # None: static (no time in it)
+
+OutputRole = Literal["sequence", "readout", "static"]
+
+
+@dataclass(frozen=True)
+class State:
+    """One value a stream carries from chunk to chunk: the step graph's input ``name`` and its
+    output ``next``; ``type`` as the model declares it (dims may be symbolic)."""
+
+    name: str
+    next: str
+    type: TensorType
+    origin: str
+    """What it is: "carried %h of loop 'rnn'", "time step of loop 'rnn'" or "input 'state'"."""
+
+
+@dataclass
+class StepProgram:
+    """A model made streamable: ``step`` runs one chunk (its inputs: the model's, then one per
+    state; its outputs: the model's, then each state's next value), ``init`` computes the
+    first chunk's state from that chunk's inputs (one output per state, named as it)."""
+
+    step: Graph
+    init: Graph
+    states: list[State]
+    sequence: dict[str, int]
+    """Each sequence input's name and time axis; every chunk gives them one length."""
+    outputs: dict[str, tuple[OutputRole, int | None]] = field(default_factory=dict)
+    """Each model output's role: ("sequence", axis), ("readout", None) or ("static", None)."""
+
+
+# -- the analysis ---------------------------------------------------------------------------------
+
+ELEMENTWISE = frozenset(
+    {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Min", "Max", "Sum", "Mean", "Where", "PRelu"}
+    | {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not"}
+    | {"Neg", "Abs", "Relu", "Sqrt", "Exp", "Log", "Sigmoid", "Tanh", "Erf", "Gelu", "Elu"}
+    | {"Selu", "Celu", "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Mish"}
+    | {"Swish", "Sign", "Floor", "Ceil", "Round", "Reciprocal", "Sin", "Cos", "Tan", "Asin"}
+    | {"Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsNaN", "IsInf", "Shrink"}
+    | {"ThresholdedRelu", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"}
+    | {"Cast", "CastLike", "Identity", "Clip"}
+)
+"""Ops whose every output element is computed from the inputs' elements at its position
+(inputs broadcast NumPy-style): on a chunk they give the chunk's rows of the whole result."""
+
+_ALONG_AXIS = {"Softmax": -1, "LogSoftmax": -1, "Hardmax": -1, "LpNormalization": -1}
+"""Ops that mix elements along one ``axis`` attribute (with its default) only."""
+
+_COMPARE = {"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal"}
+
+
+def _rank(v: Value | None) -> int | None:
+    t = None if v is None else v.type
+    return t.rank if isinstance(t, TensorType) else None
+
+
+def _dims(v: Value | None) -> tuple[object, ...] | None:
+    t = None if v is None else v.type
+    if isinstance(t, TensorType) and t.shape is not None:
+        return tuple(t.shape)
+    return None
+
+
+class Analysis:
+    """The kind of every top-level value of ``graph`` given its sequence inputs (time axes)."""
+
+    def __init__(self, graph: Graph, sequence: Mapping[str, int]) -> None:
+        self.graph = graph
+        self.kinds: dict[Value, Kind] = {}
+        self.loops: list[Loop] = []
+        for v in graph.inputs:
+            if v.name in sequence:
+                rank = _rank(v)
+                axis = sequence[v.name]
+                if rank is not None:
+                    axis = normalize_axis(axis, rank, f"sequence input '{v.name}'")
+                self.kinds[v] = Timed(axis)
+        for node in graph.nodes:
+            self._visit(node)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def kind(self, v: Value | None) -> Kind:
+        return None if v is None else self.kinds.get(v)
+
+    def fail(self, node: Node, v: Value | None, why: str) -> StreamingError:
+        what = f"%{v.name}" if v is not None else "a value"
+        return StreamingError(f"cannot stream {node.describe()}: {what} {why}")
+
+    def _static(self, node: Node, v: Value | None, what: str) -> None:
+        k = self.kind(v)
+        if isinstance(k, Timed):
+            raise self.fail(node, v, f"is a sequence (time on axis {k.axis}); {what}")
+        if k is READOUT:
+            raise self.fail(node, v, f"depends on the whole sequence (a loop's final value); {what}")
+        if isinstance(k, _LengthDependent):
+            raise self.fail(node, v, f"depends on the sequence's length ({k.why}); {what}")
+        if isinstance(k, Dims) and k.has_length:
+            raise self.fail(node, v, f"holds the sequence's length; {what}")
+
+    def _set(self, node: Node, kind: Kind) -> None:
+        for out in node.outputs:
+            self.kinds[out] = kind
+
+    # -- one node --------------------------------------------------------------------------------
+    def _visit(self, node: Node) -> None:
+        kinds = [self.kind(v) for v in node.inputs]
+        if node.op == "Loop":
+            self._loop(node)
+            return
+        if node.op == "Shape":
+            self._set(node, self._shape(node))
+            return
+        if node.op == "Constant":
+            data = np.asarray(node.attrs["value"])
+            if data.dtype.kind in "iu" and data.ndim <= 1 and data.size <= 16:
+                elems = tuple(int(x) for x in data.reshape(-1))
+                self._set(node, Dims(elems, data.ndim == 0))
+            return
+        if node.op in ("ReadVariable", "Assign"):
+            raise StreamingError(
+                f"cannot stream {node.describe()}: the model keeps persistent tensors, which a "
+                "step would change once per chunk rather than once per sequence"
+            )
+        timed = [k for k in kinds if isinstance(k, Timed)]
+        lengthy = [
+            k for k in kinds if isinstance(k, _LengthDependent | Dims) and _has_length_use(k)
+        ]
+        if not timed and not lengthy:
+            if any(k is READOUT for k in kinds):
+                self._set(node, READOUT)
+            elif any(isinstance(k, Dims) for k in kinds):
+                self._set(node, _shape_op(node, kinds))
+            return
+        if any(k is READOUT for k in kinds) and timed:
+            v = next(v for v, k in zip(node.inputs, kinds, strict=True) if k is READOUT)
+            raise self.fail(node, v, "is a loop's final value, used with a sequence")
+        if not timed:
+            self._set(node, self._length(node, kinds))
+            return
+        self._set(node, self._timed(node, kinds))
+
+    def _shape(self, node: Node) -> Kind:
+        x = node.inputs[0]
+        dims = _dims(x)
+        if dims is None or x is None:
+            return None
+        rank = len(dims)
+        start, end = node.attrs.get("start", 0), node.attrs.get("end")
+        start = max(0, min(rank, start + rank if start < 0 else start))
+        end = rank if end is None else max(0, min(rank, end + rank if end < 0 else end))
+        k = self.kind(x)
+        elems: list[Elem] = []
+        for i in range(start, end):
+            if isinstance(k, Timed) and i == k.axis:
+                elems.append(LENGTH)
+            elif isinstance(dims[i], int):
+                elems.append(int(dims[i]))  # type: ignore[call-overload]
+            else:
+                elems.append(DimOf(x, i))
+        return Dims(tuple(elems))
+
+    def _length(self, node: Node, kinds: list[Kind]) -> Kind:
+        """A node reading the sequence's length (through shapes) and no sequence."""
+        op = node.op
+        if op in _COMPARE and len(node.inputs) == 2:
+            decided = _compare_length(op, kinds)
+            if decided is not None:
+                return Dims((int(decided),), True)
+        shaped = _shape_op(node, kinds)
+        if shaped is not None:
+            return shaped
+        if op == "ConstantOfShape":
+            spec = kinds[0]
+            if isinstance(spec, Dims) and sum(e is LENGTH for e in spec.elems) == 1:
+                return Timed(next(i for i, e in enumerate(spec.elems) if e is LENGTH))
+        why = f"{op} of the length"
+        if op == "Range":
+            why = "a Range over the time steps counts from 0 in each chunk"
+        return _LengthDependent(why)
+
+    def _timed(self, node: Node, kinds: list[Kind]) -> Kind:
+        op, ins = node.op, node.inputs
+        lead = next(k for k in kinds if isinstance(k, Timed))
+        a = lead.axis
+        x = ins[0]
+        if op in ELEMENTWISE:
+            return self._broadcast(node, kinds)
+        if op == "Transpose":
+            rank = _rank(x)
+            perm = node.attrs.get("perm")
+            if perm is None and rank is not None:
+                perm = list(range(rank))[::-1]
+            if perm is None:
+                raise self.fail(node, x, "has an unknown rank; its time axis cannot be followed")
+            return Timed(list(perm).index(a))
+        if op in ("Unsqueeze", "Squeeze"):
+            return self._squeeze(node, a)
+        if op == "Reshape":
+            return self._reshape(node, kinds, a)
+        if op in ("Expand",):
+            self._not_time_only(node, kinds, 0)
+            spec = kinds[1]
+            rank_out = _rank(node.outputs[0])
+            rank_in = _rank(x)
+            if rank_out is None or rank_in is None or not isinstance(spec, Dims):
+                raise self.fail(node, ins[1], "is not a shape whose time dim can be checked")
+            pos = rank_out - rank_in + a
+            e = spec.elems[pos - (rank_out - len(spec.elems))] if len(spec.elems) > 0 else 1
+            if pos >= rank_out - len(spec.elems) and e not in (1, LENGTH):
+                raise self.fail(node, ins[1], "expands the time axis")
+            return Timed(pos)
+        if op in ("Concat", "Split", "Gather", "Compress", "TopK", "ArgMax", "ArgMin", "Flatten"):
+            return self._along(node, kinds, a)
+        if op == "Slice":
+            return self._slice(node, kinds, a)
+        if op in _ALONG_AXIS or op in ("LayerNormalization", "RMSNormalization"):
+            return self._normalize(node, kinds, a)
+        if op.startswith("Reduce"):
+            return self._reduce(node, kinds, a)
+        if op in ("MatMul", "Gemm"):
+            return self._matmul(node, kinds, a)
+        if op == "Pad":
+            self._not_time_only(node, kinds, 0)
+            rank = _rank(x)
+            pads = constant_ints(ins[1]) if len(ins) > 1 else None
+            axes = constant_ints(ins[3]) if len(ins) > 3 and ins[3] is not None else None
+            if pads is None or rank is None:
+                raise self.fail(node, ins[1], "are pads not known before running")
+            axes = list(range(rank)) if axes is None else [normalize_axis(i, rank) for i in axes]
+            n = len(axes)
+            if a in axes and (pads[axes.index(a)] or pads[n + axes.index(a)]):
+                raise self.fail(node, x, "is padded along its time axis")
+            return Timed(a)
+        raise self.fail(
+            node,
+            next(v for v, k in zip(ins, kinds, strict=True) if isinstance(k, Timed)),
+            f"is a sequence (time on axis {a}), and {op} is not known to compute each time "
+            "step on its own",
+        )
+
+    def _not_time_only(self, node: Node, kinds: list[Kind], *sequence_ports: int) -> None:
+        """Every input but ``sequence_ports`` is static (shape vectors may hold the length)."""
+        for i, (v, k) in enumerate(zip(node.inputs, kinds, strict=True)):
+            if i in sequence_ports or isinstance(k, Dims) or k is None:
+                continue
+            self._static(node, v, f"input #{i} of {node.op} must not change over time")
+
+    def _broadcast(self, node: Node, kinds: list[Kind]) -> Kind:
+        out_rank = _rank(node.outputs[0])
+        if out_rank is None:
+            raise self.fail(node, node.outputs[0], "has an unknown rank")
+        position: int | None = None
+        for v, k in zip(node.inputs, kinds, strict=True):
+            if isinstance(k, Timed):
+                rank = _rank(v)
+                assert rank is not None  # a timed value has a known rank
+                p = out_rank - rank + k.axis
+                if position is not None and p != position:
+                    raise self.fail(node, v, "has its time axis where another input has not")
+                position = p
+        assert position is not None
+        for v, k in zip(node.inputs, kinds, strict=True):
+            if isinstance(k, Timed) or v is None:
+                continue
+            if isinstance(k, Dims) and k.has_length:
+                raise self.fail(node, v, "holds the sequence's length")
+            self._static(node, v, "it is broadcast over the time steps")
+            dims = _dims(v)
+            if dims is None:
+                raise self.fail(node, v, "has an unknown rank, broadcast against a sequence")
+            p = position - (out_rank - len(dims))
+            if p >= 0 and dims[p] != 1:
+                raise self.fail(
+                    node, v, f"has {dims[p]} rows on the time axis: a value per time step of "
+                    "the whole sequence"
+                )
+        return Timed(position)
+
+    def _squeeze(self, node: Node, a: int) -> Kind:
+        x = node.inputs[0]
+        rank = _rank(x)
+        axes = constant_ints(node.inputs[1]) if len(node.inputs) > 1 else None
+        if rank is None or (axes is None and (node.op == "Unsqueeze" or len(node.inputs) > 1)):
+            raise self.fail(node, x, "is reshaped by axes known only at run time")
+        if node.op == "Unsqueeze":
+            assert axes is not None
+            out_rank = rank + len(axes)
+            new = sorted(normalize_axis(i, out_rank) for i in axes)
+            kept = [i for i in range(out_rank) if i not in new]
+            return Timed(kept[a])
+        if axes is None:
+            dims = _dims(x) or ()
+            axes = [i for i, d in enumerate(dims) if d == 1]
+        axes = [normalize_axis(i, rank) for i in axes]
+        if a in axes:
+            raise self.fail(node, x, "has its time axis squeezed away")
+        return Timed(a - sum(i < a for i in axes))
+
+    def _reshape(self, node: Node, kinds: list[Kind], a: int) -> Kind:
+        x, spec = node.inputs[0], kinds[1]
+        dims = _dims(x)
+        if not isinstance(spec, Dims) or dims is None:
+            raise self.fail(node, node.inputs[1], "is a shape whose time dim cannot be followed")
+        elems = spec.elems
+        zero_copies = not node.attrs.get("allowzero", 0)
+        at = [i for i, e in enumerate(elems) if e is LENGTH]
+        if not at and zero_copies and a < len(elems) and elems[a] == 0:
+            at = [a]
+        if len(at) != 1 or at[0] != a:
+            raise self.fail(node, x, "is reshaped across its time axis")
+        for i in range(a):
+            e = elems[i]
+            same = (
+                (zero_copies and e == 0)
+                or (isinstance(e, int) and e == dims[i])
+                or (isinstance(e, DimOf) and _same_dim(e, x, i))
+            )
+            if not same:
+                raise self.fail(node, x, f"is reshaped across its time axis (dim {i} before it)")
+        return Timed(a)
+
+    def _along(self, node: Node, kinds: list[Kind], a: int) -> Kind:
+        op, x = node.op, node.inputs[0]
+        rank = _rank(x)
+        if rank is None:
+            raise self.fail(node, x, "has an unknown rank")
+        if op == "Flatten":
+            axis = normalize_axis(node.attrs.get("axis", 1), rank + 1)
+            dims = _dims(x) or ()
+            if a < axis and all(dims[i] == 1 for i in range(axis) if i != a):
+                return Timed(0)
+            if a >= axis and all(dims[i] == 1 for i in range(axis, rank) if i != a):
+                return Timed(1)
+            raise self.fail(node, x, "is flattened across its time axis")
+        axis = normalize_axis(node.attrs.get("axis", -1 if op == "TopK" else 0), rank)
+        if axis == a:
+            raise self.fail(node, x, f"is a sequence, and {op} works along its time axis")
+        if op == "Concat":
+            for v, k in zip(node.inputs, kinds, strict=True):
+                if k != Timed(a):
+                    raise self.fail(node, v, "is joined to a sequence without its time axis")
+            return Timed(a)
+        self._not_time_only(node, kinds, 0)
+        if op == "Gather":
+            idx_rank = _rank(node.inputs[1])
+            if idx_rank is None:
+                raise self.fail(node, node.inputs[1], "has an unknown rank")
+            return Timed(a + idx_rank - 1 if axis < a else a)
+        if op in ("ArgMax", "ArgMin") and not node.attrs.get("keepdims", 1) and axis < a:
+            return Timed(a - 1)
+        return Timed(a)
+
+    def _slice(self, node: Node, kinds: list[Kind], a: int) -> Kind:
+        x = node.inputs[0]
+        rank = _rank(x)
+        self._not_time_only(node, kinds, 0)
+        starts = constant_ints(node.inputs[1])
+        axes = constant_ints(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else None
+        if rank is None or starts is None:
+            raise self.fail(node, x, "is sliced by bounds known only at run time")
+        axes = list(range(len(starts))) if axes is None else axes
+        if a in [normalize_axis(i, rank) for i in axes]:
+            raise self.fail(node, x, "is sliced along its time axis")
+        return Timed(a)
+
+    def _normalize(self, node: Node, kinds: list[Kind], a: int) -> Kind:
+        x = node.inputs[0]
+        rank = _rank(x)
+        self._not_time_only(node, kinds, 0)
+        if rank is None:
+            raise self.fail(node, x, "has an unknown rank")
+        axis = normalize_axis(node.attrs.get("axis", _ALONG_AXIS.get(node.op, -1)), rank)
+        along = [axis] if node.op in _ALONG_AXIS else list(range(axis, rank))
+        if a in along:
+            raise self.fail(node, x, f"is normalised by {node.op} along its time axis")
+        return Timed(a)
+
+    def _reduce(self, node: Node, kinds: list[Kind], a: int) -> Kind:
+        x = node.inputs[0]
+        rank = _rank(x)
+        self._not_time_only(node, kinds, 0)
+        axes = constant_ints(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+        if rank is None or axes is None or not axes:
+            raise self.fail(node, x, f"is reduced by {node.op} over every axis, time included")
+        axes = [normalize_axis(i, rank) for i in axes]
+        if a in axes:
+            raise self.fail(node, x, f"is reduced by {node.op} over its time axis")
+        keep = node.attrs.get("keepdims", 1)
+        return Timed(a if keep else a - sum(i < a for i in axes))
+
+    def _matmul(self, node: Node, kinds: list[Kind], a: int) -> Kind:
+        x, w = node.inputs[0], node.inputs[1]
+        self._not_time_only(node, kinds, 0)
+        rank, out_rank = _rank(x), _rank(node.outputs[0])
+        if kinds[0] != Timed(a) or rank is None or out_rank is None:
+            raise self.fail(node, w, "is a sequence on the right of a matrix product")
+        if node.op == "Gemm":
+            if node.attrs.get("transA", 0) or a != 0:
+                raise self.fail(node, x, "is a sequence whose time axis Gemm contracts")
+            return Timed(0)
+        if rank < 2 or a == rank - 1:
+            raise self.fail(node, x, "is a sequence whose time axis the matrix product contracts")
+        wd = _dims(w)
+        if wd is None:
+            raise self.fail(node, w, "has an unknown rank")
+        position = out_rank - rank + a
+        if a < rank - 2:
+            p = position - (out_rank - len(wd))
+            if 0 <= p < len(wd) - 2 and wd[p] != 1:
+                raise self.fail(node, w, "has a matrix per time step of the whole sequence")
+        return Timed(position)
+
+    # -- loops -----------------------------------------------------------------------------------
+    def _loop(self, node: Node) -> None:
+        loop = Loop(node)
+        kinds = [self.kind(v) for v in node.inputs]
+        if not any(isinstance(k, Timed) for k in kinds):
+            for v, k in zip(node.inputs, kinds, strict=True):
+                if k is READOUT:
+                    raise self.fail(node, v, "is a loop's final value, read by another loop")
+                if isinstance(k, _LengthDependent) or (isinstance(k, Dims) and k.has_length):
+                    raise self.fail(node, v, "depends on the sequence's length")
+            return
+        where = f"loop '{loop.name}'" if loop.name else "loop"
+        for s in loop.sliced:
+            k = self.kind(s.source)
+            rank = _rank(s.source)
+            axis = None if rank is None else normalize_axis(s.spec.axis, rank)
+            if not isinstance(k, Timed) or k.axis != axis:
+                raise self.fail(
+                    node, s.source, f"is sliced by {where} on axis {s.spec.axis}, which is not "
+                    "the time axis: the loop would need the whole sequence"
+                )
+            if s.spec.reverse:
+                raise self.fail(
+                    node, s.source, f"is sliced in reverse by {where}: its first step needs the "
+                    "sequence's last element"
+                )
+        if not loop.always_starts or not loop.always_continues:
+            cond = loop.condition if not loop.always_starts else loop.continue_condition
+            raise self.fail(
+                node, cond, f"can end {where} early (a while loop's exit): a stream cannot "
+                "know, chunk by chunk, that the whole run would have stopped"
+            )
+        trip = loop.trip_count
+        tk = self.kind(trip)
+        if trip is not None and not (isinstance(tk, Dims) and tk.elems == (LENGTH,)):
+            self._static(node, trip, f"is the trip count of {where}")
+        for c in loop.carried:
+            self._static(node, c.initial, f"is the initial value of {where}'s carried %{c.param.name}")
+        for inv in loop.invariants:
+            self._static(
+                node, inv.value, f"is read whole by every iteration of {where} (an invariant)"
+            )
+        self.loops.append(loop)
+        for c in loop.carried:
+            self.kinds[c.final] = READOUT
+        for s in loop.stacked:
+            if s.spec.reverse:
+                raise self.fail(node, s.output, f"is stacked last step first by {where}")
+            rank = _rank(s.output)
+            if rank is None:
+                raise self.fail(node, s.output, "has an unknown rank")
+            self.kinds[s.output] = Timed(normalize_axis(s.spec.axis, rank))
+
+
+def _has_length_use(k: Kind) -> bool:
+    return isinstance(k, _LengthDependent) or (isinstance(k, Dims) and k.has_length)
+
+
+def _same_dim(e: DimOf, x: Value | None, i: int) -> bool:
+    """Whether dim ``e.k`` of ``e.value`` is dim ``i`` of ``x``: the same value's, or both
+    static types naming one symbol or size."""
+    if e.value is x and e.k == i:
+        return True
+    a, b = _dims(e.value), _dims(x)
+    if a is None or b is None:
+        return False
+    da, db = a[e.k], b[i]
+    return da == db and da != "?"
+
+
+def _compare_length(op: str, kinds: list[Kind]) -> bool | None:
+    """A comparison of the length (at least 1 in every chunk and run that has one) with a
+    constant, when that range decides it."""
+    left, right = kinds
+    if not (isinstance(left, Dims) and isinstance(right, Dims)):
+        return None
+    if len(left.elems) != 1 or len(right.elems) != 1:
+        return None
+    a, b = left.elems[0], right.elems[0]
+    if a is LENGTH and isinstance(b, int):
+        flip = {"Less": "Greater", "Greater": "Less", "LessOrEqual": "GreaterOrEqual"}
+        flip |= {"GreaterOrEqual": "LessOrEqual", "Equal": "Equal"}
+        return _compare_length(flip[op], [right, left])
+    if not (isinstance(a, int) and b is LENGTH):
+        return None
+    # c OP L with L >= 1
+    if op == "Less":
+        return True if a < 1 else None
+    if op == "LessOrEqual":
+        return True if a <= 1 else None
+    if op in ("Greater", "GreaterOrEqual"):
+        return False if a < 1 or (op == "Greater" and a == 1) else None
+    return False if a < 1 else None
+
+
+def _shape_op(node: Node, kinds: list[Kind]) -> Dims | None:
+    """The element-wise meaning of a shape-vector op (Gather, Slice, Concat, Unsqueeze,
+    Squeeze, Cast, Identity, ConstantOfShape excluded), or None for any other op."""
+    op = node.op
+    first = kinds[0] if kinds else None
+    if not isinstance(first, Dims):
+        return None
+    if op in ("Cast", "Identity"):
+        return first
+    if op in ("Unsqueeze", "Squeeze", "Reshape") and (first.scalar or len(first.elems) == 1):
+        scalar = op == "Squeeze" or (op == "Reshape" and _rank(node.outputs[0]) == 0)
+        return Dims(first.elems, scalar) if len(first.elems) == 1 else None
+    if op == "Concat" and all(isinstance(k, Dims) for k in kinds):
+        return Dims(tuple(e for k in kinds for e in k.elems))  # type: ignore[union-attr]
+    if op == "Gather" and node.attrs.get("axis", 0) == 0:
+        idx = constant_ints(node.inputs[1])
+        if idx is None or _rank(node.inputs[1]) not in (0, 1):
+            return None
+        n = len(first.elems)
+        if not all(-n <= i < n for i in idx):
+            return None
+        return Dims(tuple(first.elems[i] for i in idx), _rank(node.inputs[1]) == 0)
+    if op == "Slice":
+        starts, ends = constant_ints(node.inputs[1]), constant_ints(node.inputs[2])
+        steps = constant_ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] else [1]
+        if starts is None or ends is None or steps is None or len(starts) != 1:
+            return None
+        return Dims(tuple(first.elems[slice(starts[0], ends[0], steps[0])]))
+    return None
+
+
+# -- the analysis from a graph: which inputs are sequences ------------------------------------
+
+
+def find_sequence_inputs(graph: Graph) -> dict[str, int]:
+    """The inputs that top-level loops slice over time, with their time axes, followed back
+    from each sliced source through the ops that keep a time axis."""
+    found: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.op != "Loop":
+            continue
+        for s in Loop(node).sliced:
+            rank = _rank(s.source)
+            if s.source is None or rank is None:
+                continue
+            for v, axis in _back(s.source, normalize_axis(s.spec.axis, rank)):
+                found.setdefault(v.name, axis)
+    return found
+
+
+def _back(v: Value, a: int) -> list[tuple[Value, int]]:
+    """The graph inputs a time axis ``a`` of ``v`` comes from, following ops backwards."""
+    seen: set[tuple[int, int]] = set()
+    todo, found = [(v, a)], []
+    while todo:
+        v, a = todo.pop()
+        if (id(v), a) in seen:
+            continue
+        seen.add((id(v), a))
+        node = v.producer
+        if node is None:
+            if v.graph is not None and v in v.graph.inputs:
+                found.append((v, a))
+            continue
+        op, ins = node.op, node.inputs
+        out_rank = _rank(v)
+        if op in ELEMENTWISE or op in ("MatMul", "Gemm", "Pad", "Slice", "Concat"):
+            for x in ins[:1] if op in ("MatMul", "Gemm", "Pad", "Slice") else ins:
+                r = _rank(x)
+                if x is not None and r is not None and out_rank is not None:
+                    p = a - (out_rank - r)
+                    dims = _dims(x) or ()
+                    if 0 <= p < r and dims[p] != 1:
+                        todo.append((x, p))
+        elif op == "Transpose" and ins[0] is not None:
+            perm = node.attrs.get("perm")
+            r = _rank(ins[0])
+            if perm is None and r is not None:
+                perm = list(range(r))[::-1]
+            if perm is not None:
+                todo.append((ins[0], list(perm)[a]))
+        elif op in ("Unsqueeze", "Squeeze") and ins[0] is not None:
+            axes = constant_ints(ins[1]) if len(ins) > 1 else None
+            r, o = _rank(ins[0]), out_rank
+            if axes is None or r is None or o is None:
+                continue
+            if op == "Unsqueeze":
+                new = sorted(normalize_axis(i, o) for i in axes)
+                if a not in new:
+                    todo.append((ins[0], a - sum(i < a for i in new)))
+            else:
+                old = sorted(normalize_axis(i, r) for i in axes)
+                kept = [i for i in range(r) if i not in old]
+                todo.append((ins[0], kept[a]))
+        elif op == "Reshape" and ins[0] is not None and a == 0:
+            todo.append((ins[0], 0))
+        elif op == "Loop":
+            loop = Loop(node)
+            for s in loop.stacked:
+                if s.output is v and loop.sliced and loop.sliced[0].source is not None:
+                    src = loop.sliced[0].source
+                    r = _rank(src)
+                    if r is not None:
+                        todo.append((src, normalize_axis(loop.sliced[0].spec.axis, r)))
+    return found
+
+
+# -- the step graph -------------------------------------------------------------------------------
+
+
+def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepProgram:
+    """The step and init graphs of ``graph`` streamed over the time axes of ``sequence``
+    (input name: axis; by default the inputs its loops slice over time, found by
+    ``find_sequence_inputs``). Raises ``StreamingError`` naming what cannot be streamed."""
+    if graph.variables:
+        raise StreamingError(
+            f"model '{graph.name}' keeps persistent tensors (variables "
+            f"{', '.join(sorted(graph.variables))}): it is already a stateful step; stream it "
+            "without chunking"
+        )
+    chosen = dict(find_sequence_inputs(graph) if sequence is None else sequence)
+    names = {v.name for v in graph.inputs}
+    unknown = sorted(set(chosen) - names)
+    if unknown:
+        raise StreamingError(
+            f"model '{graph.name}' has no input {', '.join(map(repr, unknown))}; its inputs "
+            f"are {', '.join(map(repr, sorted(names)))}"
+        )
+    if not chosen:
+        raise StreamingError(
+            f"model '{graph.name}' has no loop over a time axis of its inputs: name its "
+            "sequence inputs (sequence={name: axis}), or pair its state inputs and outputs "
+            "(state={input: output}) if it takes and returns its state"
+        )
+    step = clone_graph(graph)
+    init_source = clone_graph(graph)
+    analysis = Analysis(step, chosen)
+    outputs: dict[str, tuple[OutputRole, int | None]] = {}
+    for out in step.outputs:
+        k = analysis.kind(out)
+        if isinstance(k, Timed):
+            outputs[out.name] = ("sequence", k.axis)
+        elif k is READOUT:
+            outputs[out.name] = ("readout", None)
+        elif isinstance(k, _LengthDependent) or (isinstance(k, Dims) and k.has_length):
+            raise StreamingError(
+                f"cannot stream model '{graph.name}': output '{out.name}' depends on the "
+                "sequence's length, which a stream does not know until it ends"
+            )
+        else:
+            outputs[out.name] = ("static", None)
+    states: list[State] = []
+    initials: list[Value | np.ndarray] = []
+    for loop in analysis.loops:
+        _stream_loop(step, loop, analysis, init_source, states, initials)
+    init = _init_graph(init_source, states, initials)
+    used = {v for n in step.nodes for v in n.inputs} | set(step.outputs)
+    step.inputs = [v for v in step.inputs if v in used or v.name in chosen]
+    return StepProgram(step, init, states, chosen, outputs)
+
+
+def _state_input(graph: Graph, loop: Loop, what: str, t: TensorType) -> Value:
+    """A new input of ``graph`` for a state of ``loop``: named ``<loop>.<what>`` if free."""
+    return graph.add_input(f"{loop.name or 'loop'}.{what}", t)
+
+
+def _stream_loop(
+    step: Graph,
+    loop: Loop,
+    analysis: Analysis,
+    init_source: Graph,
+    states: list[State],
+    initials: list[Value | np.ndarray],
+) -> None:
+    """Make ``loop``'s carried values (and, where needed, its time step) state of ``step``."""
+    where = f"loop '{loop.name}'" if loop.name else "a loop"
+    node = loop.node
+    counts = loop.counts
+    for index, c in enumerate(loop.carried):
+        assert c.initial is not None
+        initials.append(init_source.find(c.initial.name))
+        t = c.param.type if isinstance(c.param.type, TensorType) else c.initial.type
+        assert isinstance(t, TensorType)
+        s_in = _state_input(step, loop, c.param.name, t)
+        name = s_in.name
+        node.set_input(2 + index, s_in)
+        nxt = step.result_named(c.final, f"{name}.next") if c.final not in step.outputs else None
+        if nxt is None:
+            nxt = step.add_node("Identity", [c.final], output_names=[f"{name}.next"]).output
+        step.outputs.append(nxt)
+        states.append(State(name, nxt.name, t, f"carried %{c.param.name} of {where}"))
+    trip = loop.trip_count
+    length_trip = isinstance(analysis.kind(trip), Dims)
+    length_trip = length_trip and analysis.kind(trip).elems == (LENGTH,)  # type: ignore[union-attr]
+    if trip is not None and length_trip:
+        node.set_input(0, None)  # the chunk's length bounds each chunk's loop
+        trip = None
+    if trip is None and not loop.iteration.uses:
+        return
+    # The time step is state: the body reads it for the iteration number, and a trip count
+    # other than the length bounds the steps of the whole stream.
+    t0 = _state_input(step, loop, "time", ITERATION_TYPE)
+    name = t0.name
+    initials.append(np.array(0, np.int64))
+    body = loop.body
+    param = Value(body.unique_name("time"), ITERATION_TYPE, graph=body)
+    body.inputs.insert(1 + counts.carried, param)
+    for use in list(loop.iteration.uses):
+        use.node.set_input(use.port, param)
+    if loop.iteration in body.outputs:
+        body.outputs = [param if o is loop.iteration else o for o in body.outputs]
+    one = body.add_node("Constant", [], {"value": np.array(1, np.int64)}).output
+    following = body.add_node("Add", [param, one]).output
+    body.outputs.insert(1 + counts.carried, following)
+    em = Emitter(step, anchor=node)
+    if trip is not None:
+        dtype = trip.tensor_type.dtype
+        done = t0 if dtype == ITERATION_TYPE.dtype else em.op("Cast", [t0], {"to": dtype})
+        left = em.op("Sub", [trip, done])
+        trip = em.op("Max", [left, em.const(np.array(0, dtype.numpy))])
+    parts = counts.split_inputs(node.inputs)
+    new = Loop.build(
+        em,
+        body,
+        max_trip_count=trip,
+        initial_condition=parts.initial_condition,
+        carried=[*[v for v in parts.carried if v is not None], t0],
+        sliced=[(s, spec) for s, spec in zip(parts.sources, node.attrs["sliced"], strict=True)
+                if s is not None],
+        invariants=[v for v in parts.invariants if v is not None],
+        stacked=list(node.attrs["stacked"]),
+        name=loop.name,
+    )
+    old = list(node.outputs)
+    fresh = new.outputs[: counts.carried] + new.outputs[counts.carried + 1 :]
+    for before, after in zip(old, fresh, strict=True):
+        step.replace(before, after)
+    step.erase(node)
+    time_next = step.add_node(
+        "Identity", [new.outputs[counts.carried]], output_names=[f"{name}.next"]
+    ).output
+    step.outputs.append(time_next)
+    states.append(State(name, time_next.name, ITERATION_TYPE, f"time step of {where}"))
+
+
+def _init_graph(source: Graph, states: Sequence[State], initials: Sequence[Value | np.ndarray]) -> Graph:
+    """A graph computing each state's first value from the model's inputs: the nodes of
+    ``source`` those values need, and the inputs they read."""
+    init = Graph(f"{source.name}.init")
+    roots = [v for v in initials if isinstance(v, Value)]
+    needed: set[Node] = set()
+    stack = [v.producer for v in roots if v.producer is not None]
+    while stack:
+        n = stack.pop()
+        if n in needed:
+            continue
+        needed.add(n)
+        stack += [v.producer for v in n.inputs if v is not None and v.producer is not None]
+    read = {v for n in needed for v in n.inputs if v is not None and v.is_parameter}
+    read |= {v for v in roots if v.is_parameter}
+    mapping: dict[Value, Value] = {}
+    for v in source.inputs:
+        if v in read:
+            mapping[v] = init.add_input(v.name, v.type)
+    init.input_aliases = {k: n for k, n in source.input_aliases.items() if n in read}
+    for n in source.nodes:
+        if n in needed:
+            init.append(copy_node(n, mapping))
+    em = Emitter(init)
+    for s, v in zip(states, initials, strict=True):
+        value = em.const(v) if isinstance(v, np.ndarray) else mapping[v]
+        init.outputs.append(init.result_named(value, s.name))
+    return init
+
+
+__all__ = [
+    "ELEMENTWISE",
+    "Analysis",
+    "State",
+    "StepProgram",
+    "Timed",
+    "find_sequence_inputs",
+    "make_step",
+]
