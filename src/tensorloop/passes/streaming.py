@@ -33,10 +33,11 @@ from typing import Literal
 
 import numpy as np
 
-from ..errors import StreamingError
+from ..errors import StreamingError, TensorloopError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, clone_graph, constant_ints, copy_node
 from ..ir.loop import ITERATION_TYPE, Loop
+from ..ir.opdef import infer_types
 from ..tensor.types import TensorType, normalize_axis
 
 # -- what a value is to a stream ------------------------------------------------------------------
@@ -88,7 +89,7 @@ class Dims:
 
     @property
     def has_length(self) -> bool:
-        return any(e is LENGTH for e in self.elems)
+        return any(isinstance(e, _Length) for e in self.elems)
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,35 @@ class _LengthDependent:
     why: str
 
 
-Kind = Timed | _Readout | Dims | _LengthDependent | None  # None: static (no time in it)
+@dataclass(frozen=True)
+class _Whole:
+    """A value that needs the whole sequence (``why``, the first such step, names it); only
+    its shape may be read, time excepted: ``axis`` is where the time axis was (None where it
+    is gone, -1 where it is not known)."""
+
+    why: str
+    axis: int | None
+
+
+@dataclass(frozen=True)
+class _TimeIndex:
+    """``Range(0, T)`` (reshaped): each time step's index, counted from each chunk's start."""
+
+    axis: int
+
+
+@dataclass(frozen=True)
+class _AllLength:
+    """A tensor every element of which is the sequence's length (sequence lengths of rows
+    that all run the whole sequence, as converters write them)."""
+
+
+ALL_LENGTH = _AllLength()
+LENDEP = _Length()
+"""An element of a shape vector that depends on the length but is not it."""
+
+Kind = Timed | _Readout | Dims | _LengthDependent | _Whole | _TimeIndex | _AllLength | None
+"""What a value is to a stream; None: static (no time in it)."""
 
 OutputRole = Literal["sequence", "readout", "static"]
 
@@ -166,10 +195,16 @@ def _dims(v: Value | None) -> tuple[object, ...] | None:
 class Analysis:
     """The kind of every top-level value of ``graph`` given its sequence inputs (time axes)."""
 
-    def __init__(self, graph: Graph, sequence: Mapping[str, int]) -> None:
+    def __init__(
+        self, graph: Graph, sequence: Mapping[str, int], lengths: frozenset[int] = frozenset()
+    ) -> None:
         self.graph = graph
         self.kinds: dict[Value, Kind] = {}
         self.loops: list[Loop] = []
+        self.lengths = lengths
+        """The whole sequence's lengths the model's types declared (a static export)."""
+        self.rewrites: dict[Node, tuple[Elem, ...]] = {}
+        """Reshape nodes whose constant shape holds a declared length: the shape to use."""
         for v in graph.inputs:
             if v.name in sequence:
                 rank = _rank(v)
@@ -198,6 +233,10 @@ class Analysis:
             raise self.fail(node, v, f"depends on the sequence's length ({k.why}); {what}")
         if isinstance(k, Dims) and k.has_length:
             raise self.fail(node, v, f"holds the sequence's length; {what}")
+        if isinstance(k, _Whole):
+            raise StreamingError(f"{k.why} ({what}: {node.describe()})")
+        if isinstance(k, _TimeIndex | _AllLength):
+            raise self.fail(node, v, f"holds time steps' indices or the length; {what}")
 
     def _set(self, node: Node, kind: Kind) -> None:
         for out in node.outputs:
@@ -223,23 +262,122 @@ class Analysis:
                 f"cannot stream {node.describe()}: the model keeps persistent tensors, which a "
                 "step would change once per chunk rather than once per sequence"
             )
+        special = self._indices(node, kinds)
+        if special is not NotImplemented:
+            self._set(node, special)
+            return
+        whole = next((k for k in kinds if isinstance(k, _Whole)), None)
+        if whole is not None:
+            self._set(node, _Whole(whole.why, self._moved(node, whole.axis)))
+            return
+        try:
+            self._set(node, self._kind_of(node, kinds))
+        except StreamingError as exc:  # only an error if a result or a loop needs the value
+            timed = next((k for k in kinds if isinstance(k, Timed)), None)
+            axis = None if timed is None else self._moved(node, timed.axis)
+            self._set(node, _Whole(str(exc), axis))
+
+    def _moved(self, node: Node, axis: int | None) -> int | None:
+        """Where ``axis`` of input 0 is in ``node``'s output, for ops that only move axes;
+        -1 where that is not known."""
+        if axis is None or axis < 0:
+            return axis
+        if node.op in ("Cast", "Identity") or (node.op in ELEMENTWISE and len(node.inputs) == 1):
+            return axis
+        if node.op in ("Squeeze", "Unsqueeze", "Gather", "Slice"):
+            try:
+                kind = (
+                    self._squeeze(node, axis)
+                    if node.op in ("Squeeze", "Unsqueeze")
+                    else Timed(axis)
+                )
+            except StreamingError:
+                return None
+            if node.op == "Gather":
+                a = normalize_axis(node.attrs.get("axis", 0), _rank(node.inputs[0]) or 1)
+                if a == axis:
+                    return None if _rank(node.inputs[1]) == 0 else axis
+            return kind.axis if isinstance(kind, Timed) else -1
+        return -1
+
+    def _kind_of(self, node: Node, kinds: list[Kind]) -> Kind:
         timed = [k for k in kinds if isinstance(k, Timed)]
         lengthy = [
             k for k in kinds if isinstance(k, _LengthDependent | Dims) and _has_length_use(k)
         ]
         if not timed and not lengthy:
             if any(k is READOUT for k in kinds):
-                self._set(node, READOUT)
-            elif any(isinstance(k, Dims) for k in kinds):
-                self._set(node, _shape_op(node, kinds))
-            return
+                return READOUT
+            if any(isinstance(k, Dims) for k in kinds):
+                return _shape_op(node, kinds)
+            return None
         if any(k is READOUT for k in kinds) and timed:
             v = next(v for v, k in zip(node.inputs, kinds, strict=True) if k is READOUT)
             raise self.fail(node, v, "is a loop's final value, used with a sequence")
         if not timed:
-            self._set(node, self._length(node, kinds))
-            return
-        self._set(node, self._timed(node, kinds))
+            return self._length(node, kinds)
+        return self._timed(node, kinds)
+
+    def _indices(self, node: Node, kinds: list[Kind]) -> Kind:
+        """The kinds of the time-index pattern converters write for sequence lengths that are
+        all the whole length: ``Range(0, T)`` compared with ``T`` is true at every step, of a
+        chunk as of the whole sequence. NotImplemented for any other node."""
+        op = node.op
+        if op == "Range" and len(kinds) == 3:
+            start, limit, delta = kinds
+            if (
+                isinstance(start, Dims) and start.elems == (0,)
+                and isinstance(limit, Dims) and limit.elems == (LENGTH,)
+                and isinstance(delta, Dims) and delta.elems == (1,)
+            ):
+                return _TimeIndex(0)
+            return NotImplemented
+        first = kinds[0] if kinds else None
+        if op == "Expand" and isinstance(first, Dims) and first.elems and all(
+            e is LENGTH for e in first.elems
+        ):
+            self._static(node, node.inputs[1], "it is the shape of the sequence lengths")
+            return ALL_LENGTH
+        if isinstance(first, _AllLength) and op in ("Unsqueeze", "Squeeze", "Cast", "Identity"):
+            for v in node.inputs[1:]:
+                self._static(node, v, "it reshapes the sequence lengths")
+            return ALL_LENGTH
+        if isinstance(first, _TimeIndex) and op in ("Unsqueeze", "Squeeze", "Cast", "Identity"):
+            if op in ("Cast", "Identity"):
+                return first
+            moved = self._squeeze(node, first.axis)
+            return _TimeIndex(moved.axis) if isinstance(moved, Timed) else NotImplemented
+        if op in _COMPARE and op != "Equal" and len(kinds) == 2:
+            left, right = kinds
+            if op in ("Greater", "GreaterOrEqual"):
+                left, right = right, left
+            other = node.inputs[1 if op in ("Less", "LessOrEqual") else 0]
+            baked = None if other is None else other.constant
+            full = (
+                isinstance(right, _AllLength)
+                or (isinstance(right, Dims) and right.elems and all(e is LENGTH for e in right.elems))
+                or (  # lengths a static export wrote: every row the whole declared length
+                    baked is not None
+                    and baked.size > 0
+                    and len(self.lengths) == 1
+                    and bool(np.all(baked == next(iter(self.lengths))))
+                )
+            )
+            if isinstance(left, _TimeIndex) and full:
+                out_rank = _rank(node.outputs[0])
+                index = node.inputs[0 if op in ("Less", "LessOrEqual") else 1]
+                rank = _rank(index)
+                if out_rank is not None and rank is not None:
+                    return Timed(out_rank - rank + left.axis)
+        if any(isinstance(k, _TimeIndex | _AllLength) for k in kinds):
+            v = next(v for v, k in zip(node.inputs, kinds, strict=True)
+                     if isinstance(k, _TimeIndex | _AllLength))
+            return _Whole(
+                f"cannot stream {node.describe()}: %{v.name} holds time steps' indices or "
+                "sequence lengths, counted from each chunk's start in a stream",
+                -1,
+            )
+        return NotImplemented
 
     def _shape(self, node: Node) -> Kind:
         x = node.inputs[0]
@@ -255,6 +393,8 @@ class Analysis:
         for i in range(start, end):
             if isinstance(k, Timed) and i == k.axis:
                 elems.append(LENGTH)
+            elif isinstance(k, _Whole) and not isinstance(dims[i], int) and k.axis in (i, -1):
+                elems.append(LENDEP)
             elif isinstance(dims[i], int):
                 elems.append(int(dims[i]))  # type: ignore[call-overload]
             else:
@@ -313,6 +453,8 @@ class Analysis:
             return Timed(pos)
         if op in ("Concat", "Split", "Gather", "Compress", "TopK", "ArgMax", "ArgMin", "Flatten"):
             return self._along(node, kinds, a)
+        if op in ("Slice", "Gather") and self._last_step(node, a):
+            return READOUT
         if op == "Slice":
             return self._slice(node, kinds, a)
         if op in _ALONG_AXIS or op in ("LayerNormalization", "RMSNormalization"):
@@ -408,6 +550,12 @@ class Analysis:
         at = [i for i, e in enumerate(elems) if e is LENGTH]
         if not at and zero_copies and a < len(elems) and elems[a] == 0:
             at = [a]
+        baked = node.inputs[1] is not None and node.inputs[1].constant is not None
+        if not at and baked and zero_copies and a < len(elems) and elems[a] in self.lengths:
+            # The exporter wrote the whole sequence's length into the shape (a static export):
+            # the step copies the chunk's length there instead (0 copies the input's dim).
+            at = [a]
+            self.rewrites[node] = tuple(0 if i == a else e for i, e in enumerate(elems))
         if len(at) != 1 or at[0] != a:
             raise self.fail(node, x, "is reshaped across its time axis")
         for i in range(a):
@@ -451,6 +599,30 @@ class Analysis:
         if op in ("ArgMax", "ArgMin") and not node.attrs.get("keepdims", 1) and axis < a:
             return Timed(a - 1)
         return Timed(a)
+
+    def _last_step(self, node: Node, a: int) -> bool:
+        """Whether ``node`` takes the last time step of its input (``x[-1:]`` or ``x[-1]`` on
+        the time axis, nothing else): after the last chunk, that is the whole sequence's."""
+        ins = node.inputs
+        rank = _rank(ins[0])
+        if rank is None:
+            return False
+        if node.op == "Gather":
+            index = constant_ints(ins[1])
+            axis = normalize_axis(node.attrs.get("axis", 0), rank)
+            return axis == a and index == [-1] and _rank(ins[1]) == 0
+        starts, ends = constant_ints(ins[1]), constant_ints(ins[2])
+        axes = constant_ints(ins[3]) if len(ins) > 3 and ins[3] is not None else [0]
+        steps = constant_ints(ins[4]) if len(ins) > 4 and ins[4] is not None else [1]
+        if starts is None or ends is None or axes is None or steps is None:
+            return False
+        return (
+            len(starts) == 1
+            and normalize_axis(axes[0], rank) == a
+            and starts[0] == -1
+            and ends[0] >= 0
+            and steps in ([1], [])
+        )
 
     def _slice(self, node: Node, kinds: list[Kind], a: int) -> Kind:
         x = node.inputs[0]
@@ -526,6 +698,8 @@ class Analysis:
         where = f"loop '{loop.name}'" if loop.name else "loop"
         for s in loop.sliced:
             k = self.kind(s.source)
+            if isinstance(k, _Whole):
+                raise StreamingError(f"{k.why} (sliced by {where}: {node.describe()})")
             rank = _rank(s.source)
             axis = None if rank is None else normalize_axis(s.spec.axis, rank)
             if not isinstance(k, Timed) or k.axis != axis:
@@ -743,7 +917,14 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
         )
     step = clone_graph(graph)
     init_source = clone_graph(graph)
-    analysis = Analysis(step, chosen)
+    lengths = _relax(step, chosen)
+    _relax(init_source, chosen)
+    analysis = Analysis(step, chosen, lengths)
+    if analysis.rewrites:
+        for node, elems in analysis.rewrites.items():
+            em = Emitter(step, anchor=node)
+            node.set_input(1, em.ints([int(e) for e in elems]))  # type: ignore[arg-type]
+        _retype(step)
     outputs: dict[str, tuple[OutputRole, int | None]] = {}
     for out in step.outputs:
         k = analysis.kind(out)
@@ -751,7 +932,11 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
             outputs[out.name] = ("sequence", k.axis)
         elif k is READOUT:
             outputs[out.name] = ("readout", None)
-        elif isinstance(k, _LengthDependent) or (isinstance(k, Dims) and k.has_length):
+        elif isinstance(k, _Whole):
+            raise StreamingError(f"{k.why} (output '{out.name}')")
+        elif isinstance(k, _LengthDependent | _TimeIndex | _AllLength) or (
+            isinstance(k, Dims) and k.has_length
+        ):
             raise StreamingError(
                 f"cannot stream model '{graph.name}': output '{out.name}' depends on the "
                 "sequence's length, which a stream does not know until it ends"
@@ -766,6 +951,38 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
     used = {v for n in step.nodes for v in n.inputs} | set(step.outputs)
     step.inputs = [v for v in step.inputs if v in used or v.name in chosen]
     return StepProgram(step, init, states, chosen, outputs)
+
+
+def _relax(graph: Graph, sequence: Mapping[str, int]) -> frozenset[int]:
+    """Give each sequence input a time dim of any length (a static export declares the whole
+    sequence's) and type the graph anew; returns the lengths the types had declared."""
+    declared: set[int] = set()
+    for v in graph.inputs:
+        t = v.type
+        if v.name not in sequence or not isinstance(t, TensorType) or t.shape is None:
+            continue
+        axis = normalize_axis(sequence[v.name], len(t.shape), f"sequence input '{v.name}'")
+        if isinstance(t.shape[axis], int):
+            declared.add(int(t.shape[axis]))
+            shape = list(t.shape)
+            shape[axis] = "time"
+            v.type = t.with_shape(shape)
+    if declared:
+        _retype(graph)
+    return frozenset(declared)
+
+
+def _retype(graph: Graph) -> None:
+    """Type every top-level node anew from its inputs' types (bodies keep theirs)."""
+    for node in graph.nodes:
+        try:
+            types = infer_types(node.op, node.inputs, node.attrs, node.name)
+        except TensorloopError as exc:
+            raise StreamingError(
+                f"cannot stream {node.describe()}: with a chunk of any length, {exc}"
+            ) from None
+        for out, t in zip(node.outputs, types, strict=True):
+            out.type = t
 
 
 def _state_input(graph: Graph, loop: Loop, what: str, t: TensorType) -> Value:
