@@ -203,6 +203,8 @@ class Analysis:
         self.loops: list[Loop] = []
         self.lengths = lengths
         """The whole sequence's lengths the model's types declared (a static export)."""
+        self.time_indices: list[Value] = []
+        """Constants holding ``0 .. T-1`` for a declared length T: the step counts a chunk's."""
         self.rewrites: dict[Node, tuple[Elem, ...]] = {}
         """Reshape nodes whose constant shape holds a declared length: the shape to use."""
         for v in graph.inputs:
@@ -252,6 +254,10 @@ class Analysis:
             self._set(node, self._shape(node))
             return
         if node.op == "Constant":
+            special = self._indices(node, kinds)
+            if special is not NotImplemented:
+                self._set(node, special)
+                return
             data = np.asarray(node.attrs["value"])
             if data.dtype.kind in "iu" and data.ndim <= 1 and data.size <= 16:
                 elems = tuple(int(x) for x in data.reshape(-1))
@@ -323,6 +329,21 @@ class Analysis:
         all the whole length: ``Range(0, T)`` compared with ``T`` is true at every step, of a
         chunk as of the whole sequence. NotImplemented for any other node."""
         op = node.op
+        if op == "Constant":
+            data = np.asarray(node.attrs["value"])
+            if (
+                data.ndim == 1
+                and data.dtype.kind in "iu"
+                and data.size in self.lengths
+                and np.array_equal(data, np.arange(data.size))
+            ):  # the time steps' indices a static export wrote out
+                self.time_indices.append(node.outputs[0])
+                return _TimeIndex(0)
+            return NotImplemented
+        if op in _COMPARE and len(kinds) == 2 and any(isinstance(k, _AllLength) for k in kinds):
+            as_dims = [Dims((LENGTH,)) if isinstance(k, _AllLength) else k for k in kinds]
+            if _compare_length(op, as_dims) is not None:
+                return None  # the same at every element, for any length: static
         if op == "Range" and len(kinds) == 3:
             start, limit, delta = kinds
             if (
@@ -831,6 +852,36 @@ def find_sequence_inputs(graph: Graph) -> dict[str, int]:
     return found
 
 
+def _why_no_sequence(graph: Graph) -> str:
+    """Why no top-level loop of ``graph`` slices an input over time, for the error."""
+    reasons = []
+    for node in graph.nodes:
+        if node.op != "Loop":
+            continue
+        loop = Loop(node)
+        where = f"loop '{loop.name}'" if loop.name else "a loop"
+        if not loop.sliced:
+            reasons.append(
+                f"{where} slices nothing (a while loop, reading its data by index): only "
+                "loops that slice their sequence stream"
+            )
+            continue
+        for s in loop.sliced:
+            producer = None if s.source is None else s.source.producer
+            while producer is not None and producer.op in (
+                ELEMENTWISE | {"Transpose", "MatMul", "Squeeze", "Unsqueeze", "Reshape"}
+            ):
+                nxt = producer.inputs[0]
+                producer = None if nxt is None else nxt.producer
+            if producer is not None:
+                reasons.append(
+                    f"{where} slices a value computed by {producer.describe()}, which mixes "
+                    "time steps"
+                )
+                break
+    return f" ({'; '.join(reasons)})" if reasons else ""
+
+
 def _back(v: Value, a: int) -> list[tuple[Value, int]]:
     """The graph inputs a time axis ``a`` of ``v`` comes from, following ops backwards."""
     seen: set[tuple[int, int]] = set()
@@ -911,19 +962,22 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
         )
     if not chosen:
         raise StreamingError(
-            f"model '{graph.name}' has no loop over a time axis of its inputs: name its "
-            "sequence inputs (sequence={name: axis}), or pair its state inputs and outputs "
-            "(state={input: output}) if it takes and returns its state"
+            f"model '{graph.name}' has no loop over a time axis of its inputs"
+            f"{_why_no_sequence(graph)}: name its sequence inputs (sequence={{name: axis}}), or "
+            "pair its state inputs and outputs (state={input: output}) if it takes and returns "
+            "its state"
         )
     step = clone_graph(graph)
     init_source = clone_graph(graph)
     lengths = _relax(step, chosen)
     _relax(init_source, chosen)
     analysis = Analysis(step, chosen, lengths)
-    if analysis.rewrites:
+    if analysis.rewrites or analysis.time_indices:
         for node, elems in analysis.rewrites.items():
             em = Emitter(step, anchor=node)
             node.set_input(1, em.ints([int(e) for e in elems]))  # type: ignore[arg-type]
+        for index in analysis.time_indices:
+            _count_steps(step, index, chosen)
         _retype(step)
     outputs: dict[str, tuple[OutputRole, int | None]] = {}
     for out in step.outputs:
@@ -970,6 +1024,22 @@ def _relax(graph: Graph, sequence: Mapping[str, int]) -> frozenset[int]:
     if declared:
         _retype(graph)
     return frozenset(declared)
+
+
+def _count_steps(graph: Graph, index: Value, sequence: Mapping[str, int]) -> None:
+    """Replace a constant ``0 .. T-1`` by ``Range(0, length)`` of the chunk in hand."""
+    x = next(v for v in graph.inputs if v.name in sequence)
+    assert index.producer is not None
+    em = Emitter(graph, anchor=graph.nodes[0])
+    axis = normalize_axis(sequence[x.name], _rank(x) or 1)
+    length = em.op("Shape", [x], {"start": axis, "end": axis + 1})
+    limit = em.op("Squeeze", [length, em.ints([0])])
+    steps = em.op("Range", [em.ints(0), limit, em.ints(1)])
+    dtype = index.tensor_type.dtype
+    if dtype != steps.tensor_type.dtype:
+        steps = em.op("Cast", [steps], {"to": dtype})
+    graph.replace(index, steps)
+    graph.erase(index.producer)
 
 
 def _retype(graph: Graph) -> None:
