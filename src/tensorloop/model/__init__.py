@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from ..ir.verify import verify
 from ..limits import Limits, check_graph
 from ..reference.runtime import LoopObserver, RunState, coerce_inputs
 from ..reference.trace import Trace, TraceEntry
+
+if TYPE_CHECKING:
+    from .stream import Stream
 
 
 class Outputs(dict[str, Any]):
@@ -277,7 +280,7 @@ class Model:
         state: Mapping[str, str] | str | None = None,
         state_init: Mapping[str, Any] | None = None,
         backend: str | Backend | None = None,
-    ) -> Any:
+    ) -> Stream:
         """A ``Stream`` that runs this model over a sequence ``chunk`` time steps per call,
         carrying its recurrent state from call to call (``stream.push(inputs)``,
         ``stream.state``, ``stream.reset()``); see ``tensorloop.model.stream``.
@@ -296,7 +299,9 @@ class Model:
         if state is not None:
             pairs = pair_states(self.graph) if state == "auto" else state
             if isinstance(pairs, str):
-                raise InputError(f"state must be a mapping of input to output names or 'auto', got {pairs!r}")
+                raise InputError(
+                    f"state must be a mapping of input to output names or 'auto', got {pairs!r}"
+                )
             if not pairs:
                 raise StreamingError(
                     f"model '{self.graph.name}' has no input and output whose names and types "
@@ -305,13 +310,19 @@ class Model:
             program = _explicit_program(self.graph, pairs)
             if sequence:
                 program.sequence = dict(sequence)
-            return Stream(self, program, chunk=chunk, backend=backend, state_init=state_init, mode="explicit")
+            return Stream(
+                self, program, chunk=chunk, backend=backend, state_init=state_init, mode="explicit"
+            )
         if self.graph.variables:
             from .stream import _variables_program
 
             return Stream(
-                self, _variables_program(self.graph), chunk=None, backend=backend,
-                state_init=state_init, mode="variables",
+                self,
+                _variables_program(self.graph),
+                chunk=None,
+                backend=backend,
+                state_init=state_init,
+                mode="variables",
             )
         program = make_step(self.graph, sequence)
         return Stream(self, program, chunk=chunk, backend=backend, state_init=state_init)

@@ -13,8 +13,7 @@ from ..backends.base import Backend
 from ..errors import InputError, StreamingError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Value, clone_graph, copy_node
-from ..passes.streaming import State, StepProgram, make_step
-from ..reference.runtime import coerce_inputs
+from ..passes.streaming import State, StepProgram
 from ..tensor.types import UNKNOWN, TensorType
 from . import Model, Outputs, Session
 
@@ -63,9 +62,7 @@ def _explicit_program(graph: Graph, pairs: Mapping[str, str]) -> StepProgram:
                 f"state input '{i}' of model '{graph.name}' is {t}, but output '{o}' is {u}"
             )
         states.append(State(i, o, t, f"input '{i}'"))
-    roles = {
-        o.name: ("readout", None) for o in graph.outputs if o.name not in set(pairs.values())
-    }
+    roles = {o.name: ("readout", None) for o in graph.outputs if o.name not in set(pairs.values())}
     return StepProgram(graph, Graph(f"{graph.name}.init"), states, {}, roles)  # type: ignore[arg-type]
 
 
@@ -164,6 +161,7 @@ class Stream:
         computed so by the first run after a reset."""
         if self.mode == "variables":
             return self.model
+        current: dict[str, np.ndarray[Any, Any]] | None
         if inputs is not None:
             current = self._initial(self._args(inputs))
         else:
@@ -247,13 +245,17 @@ class Stream:
 
     # -- running -----------------------------------------------------------------------------
     def _args(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
-        names = [
-            v.name for v in self.model.graph.inputs if v.name not in {s.name for s in self.states}
-        ] if self.mode == "explicit" else self.model.input_names
+        names = (
+            [v.name for v in self.model.graph.inputs if v.name not in {s.name for s in self.states}]
+            if self.mode == "explicit"
+            else self.model.input_names
+        )
         if not isinstance(inputs, Mapping):
             inputs = list(inputs)
             if len(inputs) != len(names):
-                raise InputError(f"expected {len(names)} inputs ({', '.join(names)}), got {len(inputs)}")
+                raise InputError(
+                    f"expected {len(names)} inputs ({', '.join(names)}), got {len(inputs)}"
+                )
             inputs = dict(zip(names, inputs, strict=True))
         unknown = sorted(set(inputs) - set(names) - set(self.model.graph.input_aliases))
         if unknown:
@@ -292,7 +294,11 @@ class Stream:
         state: dict[str, np.ndarray[Any, Any]] = {}
         for s in self.program.states:
             shape = s.type.shape
-            dims = [] if shape is None else [sizes.get(d, d) if isinstance(d, str) else d for d in shape]
+            dims = (
+                []
+                if shape is None
+                else [sizes.get(d, d) if isinstance(d, str) else d for d in shape]
+            )
             if shape is None or not all(isinstance(d, int) for d in dims):
                 raise StreamingError(
                     f"state '{s.name}' is {s.type}: its first value cannot be made from the "
@@ -325,7 +331,9 @@ class Stream:
             lengths[n] = a.shape[axis]
         if len(set(lengths.values())) > 1:
             described = ", ".join(f"'{n}' {k}" for n, k in lengths.items())
-            raise InputError(f"the sequence inputs of one chunk have different lengths: {described}")
+            raise InputError(
+                f"the sequence inputs of one chunk have different lengths: {described}"
+            )
         length = next(iter(lengths.values()))
         if length == 0:
             raise InputError("a chunk needs at least one time step; got 0")
@@ -376,7 +384,9 @@ def _stateful_graph(program: StepProgram, first: Mapping[str, np.ndarray[Any, An
     em = Emitter(step, anchor=step.nodes[0] if step.nodes else None)
     init_values: dict[str, Value] = {}
     if not constant_init:
-        mapping = {p: step.find(p.name) for p in program.init.inputs}
+        mapping = {
+            p: step.holder(p.name) or step.add_input(p.name, p.type) for p in program.init.inputs
+        }
         for node in program.init.nodes:
             copy = copy_node(node, mapping)
             em.graph.insert_before(em.anchor, copy) if em.anchor else step.append(copy)
@@ -386,7 +396,9 @@ def _stateful_graph(program: StepProgram, first: Mapping[str, np.ndarray[Any, An
         param = step.find(name)
         shaped = np.zeros(first[name].shape, s.type.dtype.numpy)
         step.add_variable(name, first[name] if constant_init else shaped)
-        read = em.op("ReadVariable", [], {"variable": name, "type": TensorType(s.type.dtype, shaped.shape)})
+        read = em.op(
+            "ReadVariable", [], {"variable": name, "type": TensorType(s.type.dtype, shaped.shape)}
+        )
         if not constant_init:
             flag = f"{name}/initialized"
             step.add_variable(flag, np.array(False))

@@ -36,9 +36,10 @@ import numpy as np
 from ..errors import StreamingError, TensorloopError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, clone_graph, constant_ints, copy_node
-from ..ir.loop import ITERATION_TYPE, Loop
+from ..ir.loop import ITERATION_TYPE, Loop, Sliced
 from ..ir.opdef import infer_types
 from ..tensor.types import TensorType, normalize_axis
+from .dead_code import eliminate_dead_code
 
 # -- what a value is to a stream ------------------------------------------------------------------
 
@@ -123,6 +124,13 @@ class _AllLength:
 
 
 ALL_LENGTH = _AllLength()
+
+
+class _NoRule:
+    """What ``Analysis._indices`` returns for a node its patterns do not cover."""
+
+
+NO_RULE = _NoRule()
 LENDEP = _Length()
 """An element of a shape vector that depends on the length but is not it."""
 
@@ -230,7 +238,9 @@ class Analysis:
         if isinstance(k, Timed):
             raise self.fail(node, v, f"is a sequence (time on axis {k.axis}); {what}")
         if k is READOUT:
-            raise self.fail(node, v, f"depends on the whole sequence (a loop's final value); {what}")
+            raise self.fail(
+                node, v, f"depends on the whole sequence (a loop's final value); {what}"
+            )
         if isinstance(k, _LengthDependent):
             raise self.fail(node, v, f"depends on the sequence's length ({k.why}); {what}")
         if isinstance(k, Dims) and k.has_length:
@@ -255,7 +265,7 @@ class Analysis:
             return
         if node.op == "Constant":
             special = self._indices(node, kinds)
-            if special is not NotImplemented:
+            if not isinstance(special, _NoRule):
                 self._set(node, special)
                 return
             data = np.asarray(node.attrs["value"])
@@ -269,7 +279,7 @@ class Analysis:
                 "step would change once per chunk rather than once per sequence"
             )
         special = self._indices(node, kinds)
-        if special is not NotImplemented:
+        if not isinstance(special, _NoRule):
             self._set(node, special)
             return
         whole = next((k for k in kinds if isinstance(k, _Whole)), None)
@@ -324,10 +334,10 @@ class Analysis:
             return self._length(node, kinds)
         return self._timed(node, kinds)
 
-    def _indices(self, node: Node, kinds: list[Kind]) -> Kind:
+    def _indices(self, node: Node, kinds: list[Kind]) -> Kind | _NoRule:
         """The kinds of the time-index pattern converters write for sequence lengths that are
         all the whole length: ``Range(0, T)`` compared with ``T`` is true at every step, of a
-        chunk as of the whole sequence. NotImplemented for any other node."""
+        chunk as of the whole sequence. NO_RULE for any other node."""
         op = node.op
         if op == "Constant":
             data = np.asarray(node.attrs["value"])
@@ -339,23 +349,31 @@ class Analysis:
             ):  # the time steps' indices a static export wrote out
                 self.time_indices.append(node.outputs[0])
                 return _TimeIndex(0)
-            return NotImplemented
+            return NO_RULE
         if op in _COMPARE and len(kinds) == 2 and any(isinstance(k, _AllLength) for k in kinds):
-            as_dims = [Dims((LENGTH,)) if isinstance(k, _AllLength) else k for k in kinds]
+            as_dims: list[Kind] = [
+                Dims((LENGTH,)) if isinstance(k, _AllLength) else k for k in kinds
+            ]
             if _compare_length(op, as_dims) is not None:
                 return None  # the same at every element, for any length: static
         if op == "Range" and len(kinds) == 3:
             start, limit, delta = kinds
             if (
-                isinstance(start, Dims) and start.elems == (0,)
-                and isinstance(limit, Dims) and limit.elems == (LENGTH,)
-                and isinstance(delta, Dims) and delta.elems == (1,)
+                isinstance(start, Dims)
+                and start.elems == (0,)
+                and isinstance(limit, Dims)
+                and limit.elems == (LENGTH,)
+                and isinstance(delta, Dims)
+                and delta.elems == (1,)
             ):
                 return _TimeIndex(0)
-            return NotImplemented
+            return NO_RULE
         first = kinds[0] if kinds else None
-        if op == "Expand" and isinstance(first, Dims) and first.elems and all(
-            e is LENGTH for e in first.elems
+        if (
+            op == "Expand"
+            and isinstance(first, Dims)
+            and first.elems
+            and all(e is LENGTH for e in first.elems)
         ):
             self._static(node, node.inputs[1], "it is the shape of the sequence lengths")
             return ALL_LENGTH
@@ -376,7 +394,11 @@ class Analysis:
             baked = None if other is None else other.constant
             full = (
                 isinstance(right, _AllLength)
-                or (isinstance(right, Dims) and right.elems and all(e is LENGTH for e in right.elems))
+                or (
+                    isinstance(right, Dims)
+                    and right.elems
+                    and all(e is LENGTH for e in right.elems)
+                )
                 or (  # lengths a static export wrote: every row the whole declared length
                     baked is not None
                     and baked.size > 0
@@ -391,14 +413,17 @@ class Analysis:
                 if out_rank is not None and rank is not None:
                     return Timed(out_rank - rank + left.axis)
         if any(isinstance(k, _TimeIndex | _AllLength) for k in kinds):
-            v = next(v for v, k in zip(node.inputs, kinds, strict=True)
-                     if isinstance(k, _TimeIndex | _AllLength))
+            v = next(
+                v
+                for v, k in zip(node.inputs, kinds, strict=True)
+                if isinstance(k, _TimeIndex | _AllLength) and v is not None
+            )
             return _Whole(
                 f"cannot stream {node.describe()}: %{v.name} holds time steps' indices or "
                 "sequence lengths, counted from each chunk's start in a stream",
                 -1,
             )
-        return NotImplemented
+        return NO_RULE
 
     def _shape(self, node: Node) -> Kind:
         x = node.inputs[0]
@@ -536,8 +561,10 @@ class Analysis:
             p = position - (out_rank - len(dims))
             if p >= 0 and dims[p] != 1:
                 raise self.fail(
-                    node, v, f"has {dims[p]} rows on the time axis: a value per time step of "
-                    "the whole sequence"
+                    node,
+                    v,
+                    f"has {dims[p]} rows on the time axis: a value per time step of "
+                    "the whole sequence",
                 )
         return Timed(position)
 
@@ -577,6 +604,8 @@ class Analysis:
             # the step copies the chunk's length there instead (0 copies the input's dim).
             at = [a]
             self.rewrites[node] = tuple(0 if i == a else e for i, e in enumerate(elems))
+        if not at and a < len(elems) and elems[a] == -1 and self._inferred_length(x, elems, a):
+            at = [a]
         if len(at) != 1 or at[0] != a:
             raise self.fail(node, x, "is reshaped across its time axis")
         for i in range(a):
@@ -589,6 +618,23 @@ class Analysis:
             if not same:
                 raise self.fail(node, x, f"is reshaped across its time axis (dim {i} before it)")
         return Timed(a)
+
+    @staticmethod
+    def _inferred_length(x: Value | None, elems: tuple[Elem, ...], a: int) -> bool:
+        """Whether the -1 at the time axis ``a`` of a Reshape of ``x`` to ``elems`` is the
+        length: the dims after it hold as many elements, all known, as the input's do."""
+        dims = _dims(x)
+        if dims is None:
+            return False
+        after_in = dims[a + 1 :]
+        after_out = [dims[i] if e == 0 and i < len(dims) else e for i, e in enumerate(elems)]
+        after_out = after_out[a + 1 :]
+        known = [d for d in (*after_in, *after_out) if isinstance(d, int) and d > 0]
+        if len(known) != len(after_in) + len(after_out):
+            return False
+        count_in = int(np.prod([int(d) for d in after_in], dtype=np.int64))  # type: ignore[call-overload]
+        count_out = int(np.prod([int(d) for d in after_out], dtype=np.int64))  # type: ignore[call-overload]
+        return count_in == count_out
 
     def _along(self, node: Node, kinds: list[Kind], a: int) -> Kind:
         op, x = node.op, node.inputs[0]
@@ -725,26 +771,34 @@ class Analysis:
             axis = None if rank is None else normalize_axis(s.spec.axis, rank)
             if not isinstance(k, Timed) or k.axis != axis:
                 raise self.fail(
-                    node, s.source, f"is sliced by {where} on axis {s.spec.axis}, which is not "
-                    "the time axis: the loop would need the whole sequence"
+                    node,
+                    s.source,
+                    f"is sliced by {where} on axis {s.spec.axis}, which is not "
+                    "the time axis: the loop would need the whole sequence",
                 )
             if s.spec.reverse:
                 raise self.fail(
-                    node, s.source, f"is sliced in reverse by {where}: its first step needs the "
-                    "sequence's last element"
+                    node,
+                    s.source,
+                    f"is sliced in reverse by {where}: its first step needs the "
+                    "sequence's last element",
                 )
         if not loop.always_starts or not loop.always_continues:
             cond = loop.condition if not loop.always_starts else loop.continue_condition
             raise self.fail(
-                node, cond, f"can end {where} early (a while loop's exit): a stream cannot "
-                "know, chunk by chunk, that the whole run would have stopped"
+                node,
+                cond,
+                f"can end {where} early (a while loop's exit): a stream cannot "
+                "know, chunk by chunk, that the whole run would have stopped",
             )
         trip = loop.trip_count
         tk = self.kind(trip)
         if trip is not None and not (isinstance(tk, Dims) and tk.elems == (LENGTH,)):
             self._static(node, trip, f"is the trip count of {where}")
         for c in loop.carried:
-            self._static(node, c.initial, f"is the initial value of {where}'s carried %{c.param.name}")
+            self._static(
+                node, c.initial, f"is the initial value of {where}'s carried %{c.param.name}"
+            )
         for inv in loop.invariants:
             self._static(
                 node, inv.value, f"is read whole by every iteration of {where} (an invariant)"
@@ -752,13 +806,13 @@ class Analysis:
         self.loops.append(loop)
         for c in loop.carried:
             self.kinds[c.final] = READOUT
-        for s in loop.stacked:
-            if s.spec.reverse:
-                raise self.fail(node, s.output, f"is stacked last step first by {where}")
-            rank = _rank(s.output)
+        for st in loop.stacked:
+            if st.spec.reverse:
+                raise self.fail(node, st.output, f"is stacked last step first by {where}")
+            rank = _rank(st.output)
             if rank is None:
-                raise self.fail(node, s.output, "has an unknown rank")
-            self.kinds[s.output] = Timed(normalize_axis(s.spec.axis, rank))
+                raise self.fail(node, st.output, "has an unknown rank")
+            self.kinds[st.output] = Timed(normalize_axis(st.spec.axis, rank))
 
 
 def _has_length_use(k: Kind) -> bool:
@@ -952,7 +1006,10 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
             f"{', '.join(sorted(graph.variables))}): it is already a stateful step; stream it "
             "without chunking"
         )
-    chosen = dict(find_sequence_inputs(graph) if sequence is None else sequence)
+    step = clone_graph(graph)
+    init_source = clone_graph(graph)
+    indexed = _slice_indexed(step)
+    chosen = dict(find_sequence_inputs(step) if sequence is None else sequence)
     names = {v.name for v in graph.inputs}
     unknown = sorted(set(chosen) - names)
     if unknown:
@@ -963,12 +1020,10 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
     if not chosen:
         raise StreamingError(
             f"model '{graph.name}' has no loop over a time axis of its inputs"
-            f"{_why_no_sequence(graph)}: name its sequence inputs (sequence={{name: axis}}), or "
+            f"{_why_no_sequence(step)}: name its sequence inputs (sequence={{name: axis}}), or "
             "pair its state inputs and outputs (state={input: output}) if it takes and returns "
             "its state"
         )
-    step = clone_graph(graph)
-    init_source = clone_graph(graph)
     lengths = _relax(step, chosen)
     _relax(init_source, chosen)
     analysis = Analysis(step, chosen, lengths)
@@ -979,6 +1034,13 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
         for index in analysis.time_indices:
             _count_steps(step, index, chosen)
         _retype(step)
+    for loop in analysis.loops:
+        trip = analysis.kind(loop.trip_count)
+        if loop.node in indexed and not (isinstance(trip, Dims) and trip.elems == (LENGTH,)):
+            raise StreamingError(
+                f"cannot stream {loop.node.describe()}: it reads %{indexed[loop.node]} by its "
+                "iteration number, and its trip count is not that sequence's length"
+            )
     outputs: dict[str, tuple[OutputRole, int | None]] = {}
     for out in step.outputs:
         k = analysis.kind(out)
@@ -1002,9 +1064,85 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
     for loop in analysis.loops:
         _stream_loop(step, loop, analysis, init_source, states, initials)
     init = _init_graph(init_source, states, initials)
+    eliminate_dead_code(step)  # what only the initial values needed
     used = {v for n in step.nodes for v in n.inputs} | set(step.outputs)
     step.inputs = [v for v in step.inputs if v in used or v.name in chosen]
     return StepProgram(step, init, states, chosen, outputs)
+
+
+def _slice_indexed(graph: Graph) -> dict[Node, str]:
+    """Make each top-level loop that reads an invariant row by row by its iteration number
+    (``Gather(x, iteration)`` on one axis, as ONNX Loop bodies and converted while loops
+    read a sequence) slice it instead: the same rows while the loop runs within the
+    invariant's length, which ``make_step`` then checks its trip count guarantees. Returns
+    the rewritten loops, each with the name of a value it slices now."""
+    rewritten: dict[Node, str] = {}
+    for node in list(graph.nodes):
+        if node.op != "Loop":
+            continue
+        loop = Loop(node)
+        picks: dict[int, int] = {}
+        for k, inv in enumerate(loop.invariants):
+            rank = _rank(inv.value)
+            uses = inv.param.uses
+            gathers = [u.node for u in uses if u.node.op == "Gather" and u.port == 0]
+            if rank is None or not uses or len(gathers) != len(uses):
+                continue
+            if any(g.inputs[1] is not loop.iteration for g in gathers):
+                continue
+            axes = {normalize_axis(g.attrs.get("axis", 0), rank) for g in gathers}
+            if len(axes) == 1:
+                picks[k] = axes.pop()
+        if picks:
+            new = _sliced_instead(graph, loop, picks)
+            first = loop.invariants[next(iter(picks))].value
+            rewritten[new.node] = first.name if first is not None else "?"
+    return rewritten
+
+
+def _sliced_instead(graph: Graph, loop: Loop, picks: Mapping[int, int]) -> Loop:
+    """``loop`` with invariants ``picks`` (index: axis) sliced on those axes."""
+    body = loop.body
+    counts = loop.counts
+    parts = counts.split_inputs(loop.node.inputs)
+    invariants = loop.invariants  # read before the body's parameters change
+    sources = list(zip(parts.sources, loop.node.attrs["sliced"], strict=True))
+    sources += [(invariants[k].value, Sliced(axis)) for k, axis in picks.items()]
+    kept = [inv.value for k, inv in enumerate(invariants) if k not in picks]
+    old_outputs = loop.outputs
+    params = []
+    for k, axis in picks.items():
+        inv = invariants[k]
+        t = inv.param.tensor_type
+        assert t.shape is not None
+        param = Value(
+            body.unique_name(inv.param.name),
+            t.with_shape(t.shape[:axis] + t.shape[axis + 1 :]),
+            graph=body,
+        )
+        for use in list(inv.param.uses):
+            gather = use.node
+            body.replace(gather.outputs[0], param)
+            body.erase(gather)
+        body.inputs.remove(inv.param)
+        params.append(param)
+    at = 1 + counts.carried + counts.sliced
+    body.inputs[at:at] = params
+    new = Loop.build(
+        Emitter(graph, anchor=loop.node),
+        body,
+        max_trip_count=parts.max_trip_count,
+        initial_condition=parts.initial_condition,
+        carried=parts.carried,  # type: ignore[arg-type]
+        sliced=sources,  # type: ignore[arg-type]
+        invariants=kept,  # type: ignore[arg-type]
+        stacked=list(loop.node.attrs["stacked"]),
+        name=loop.name,
+    )
+    for before, after in zip(old_outputs, new.outputs, strict=True):
+        graph.replace(before, after)
+    graph.erase(loop.node)
+    return new
 
 
 def _relax(graph: Graph, sequence: Mapping[str, int]) -> frozenset[int]:
@@ -1121,8 +1259,11 @@ def _stream_loop(
         max_trip_count=trip,
         initial_condition=parts.initial_condition,
         carried=[*[v for v in parts.carried if v is not None], t0],
-        sliced=[(s, spec) for s, spec in zip(parts.sources, node.attrs["sliced"], strict=True)
-                if s is not None],
+        sliced=[
+            (s, spec)
+            for s, spec in zip(parts.sources, node.attrs["sliced"], strict=True)
+            if s is not None
+        ],
         invariants=[v for v in parts.invariants if v is not None],
         stacked=list(node.attrs["stacked"]),
         name=loop.name,
@@ -1139,7 +1280,9 @@ def _stream_loop(
     states.append(State(name, time_next.name, ITERATION_TYPE, f"time step of {where}"))
 
 
-def _init_graph(source: Graph, states: Sequence[State], initials: Sequence[Value | np.ndarray]) -> Graph:
+def _init_graph(
+    source: Graph, states: Sequence[State], initials: Sequence[Value | np.ndarray]
+) -> Graph:
     """A graph computing each state's first value from the model's inputs: the nodes of
     ``source`` those values need, and the inputs they read."""
     init = Graph(f"{source.name}.init")
@@ -1158,13 +1301,14 @@ def _init_graph(source: Graph, states: Sequence[State], initials: Sequence[Value
     for v in source.inputs:
         if v in read:
             mapping[v] = init.add_input(v.name, v.type)
-    init.input_aliases = {k: n for k, n in source.input_aliases.items() if n in read}
+    read_names = {v.name for v in read}
+    init.input_aliases = {k: n for k, n in source.input_aliases.items() if n in read_names}
     for n in source.nodes:
         if n in needed:
             init.append(copy_node(n, mapping))
     em = Emitter(init)
-    for s, v in zip(states, initials, strict=True):
-        value = em.const(v) if isinstance(v, np.ndarray) else mapping[v]
+    for s, initial in zip(states, initials, strict=True):
+        value = em.const(initial) if isinstance(initial, np.ndarray) else mapping[initial]
         init.outputs.append(init.result_named(value, s.name))
     return init
 

@@ -69,7 +69,7 @@ def _loop(net: NetBuilder, call: Call) -> list[Tensor]:
     results = loop.counts.split_results(lower(sub, body, args))
     sub.scope = name
     cond_result = sub.result(results.continue_condition)
-    carried_results = [sub.result(y) for y in results.carried]
+    carried_results = [sub.result(_own_buffer(sub, y)) for y in results.carried]
     stacked_results: list[tuple[Layer, int]] = []
     for j, (y, st) in enumerate(zip(results.per_iteration, loop.stacked, strict=True)):
         a = call.normalize_axis(st.spec.axis, _rank_plus_one(st.result), f"stacked #{j} axis")
@@ -103,9 +103,30 @@ def _loop(net: NetBuilder, call: Call) -> list[Tensor]:
     layer.body = sub.net
     finals, stacks = loop.counts.split_outputs(outputs_of(layer, call.outs))
     for j, ((_, a), st) in enumerate(zip(stacked_results, loop.stacked, strict=True)):
+        if trip.value is None:
+            # The CPU plugin (2026.4) gives a Loop that runs zero times by a trip count known
+            # only at run time the stacked outputs of the request's previous run: cut them to
+            # the trips (a no-op wherever it stacks as it should).
+            stop = net.op(
+                "Reshape", [trip, net.ints([1])], TensorType(DType.int64, (1,)), special_zero=False
+            )
+            cut = [stacks[j], net.ints([0]), stop, net.ints([1]), net.ints([a])]
+            stacks[j] = net.op("Slice", cut, stacks[j].type, "opset8")
         if st.spec.reverse:
             stacks[j] = reverse(net, stacks[j], a)
     return [*finals, *stacks]
+
+
+def _own_buffer(sub: NetBuilder, y: Tensor) -> Tensor:
+    """``y`` copied to a buffer of its own for its back edge. The CPU plugin (2026.4) computes
+    elementwise layers in place, and a carried value computed in place from a slice's buffer
+    (``slice + h``) comes back as the next iteration's slice: ``max(y, y)`` (``y | y`` for bool),
+    which it neither folds nor runs in place, is ``y`` bit for bit (NaN and -0 included)."""
+    if y.layer.type == "Parameter" or y.type.dtype == DType.string:
+        return y
+    if y.type.dtype == DType.bool:
+        return sub.op("LogicalOr", [y, y], y.type)
+    return sub.op("Maximum", [y, y], y.type)
 
 
 def _present(t: Tensor | None) -> Tensor:
