@@ -295,6 +295,49 @@ def counted_loop(trips: int) -> Form:
     )
 
 
+def network_rnn() -> Form:
+    """A TensorRT-style network: an iterator over x, a recurrence, its last value and every
+    value, counted by x's length."""
+    from tensorloop.network import (
+        ActivationType,
+        ElementWiseOperation,
+        LoopOutput,
+        Network,
+        TripLimit,
+    )
+
+    net = Network()
+    x = net.add_input("x", "float32", (-1, BATCH, WIDTH))
+    length = net.add_gather(
+        net.add_shape(x).get_output(0), net.add_constant((), np.int32(0)).get_output(0), 0
+    ).get_output(0)
+    loop = net.add_loop()
+    loop.add_trip_limit(length, TripLimit.COUNT)
+    xt = loop.add_iterator(x, 0).get_output(0)
+    zeros = net.add_constant((BATCH, WIDTH), np.zeros((BATCH, WIDTH), np.float32))
+    rec = loop.add_recurrence(zeros.get_output(0))
+    h = rec.get_output(0)
+    half = net.add_constant((1, 1), np.full((1, 1), 0.5, np.float32)).get_output(0)
+    mixed = net.add_elementwise(h, half, ElementWiseOperation.PROD).get_output(0)
+    new = net.add_activation(
+        net.add_elementwise(xt, mixed, ElementWiseOperation.SUM).get_output(0),
+        ActivationType.TANH,
+    ).get_output(0)
+    rec.set_input(1, new)
+    last = loop.add_loop_output(h, LoopOutput.LAST_VALUE)
+    every = loop.add_loop_output(new, LoopOutput.CONCATENATE, 0)
+    every.set_input(1, length)
+    net.mark_output(last.get_output(0))
+    net.mark_output(every.get_output(0))
+    return Form(
+        "TensorRT-style network",
+        net.to_model(),
+        "x",
+        0,
+        lambda rng, t: {"x": _normal(rng, t, BATCH, WIDTH)},
+    )
+
+
 def openvino_converted(proto: onnx.ModelProto, tmp: Path, name: str) -> tl.Model:
     """``proto`` converted by OpenVINO's ONNX frontend and saved as IR (LSTM becomes
     LSTMSequence, Scan a TensorIterator), read back by tensorloop."""
@@ -317,4 +360,5 @@ def builder_forms() -> list[Form]:
         onnx_rnn("GRU", layout=1, initial=False),
         onnx_rnn("RNN", initial=False),
         counted_loop(5),
+        network_rnn(),
     ]

@@ -67,7 +67,7 @@ def _check_law(form: Form, stream: tl.Stream, inputs: dict[str, Array], cuts: li
 
 @settings(max_examples=60, deadline=None)
 @given(
-    form=st.integers(0, 7),
+    form=st.integers(0, 8),
     length=st.integers(1, 11),
     chunk=st.integers(1, 5),
     data=st.data(),
@@ -83,7 +83,7 @@ def test_streamed_is_the_whole_run(
     _check_law(f, stream, inputs, list(cuts))
 
 
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(9))
 def test_every_form_streams_chunk_by_chunk(index: int) -> None:
     f = forms()[index]
     inputs = f.inputs(np.random.default_rng(index), 9)

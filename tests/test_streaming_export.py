@@ -51,7 +51,7 @@ def _joined(form: Form, stream: tl.Stream, outs: list[dict[str, Array]]) -> dict
     return joined
 
 
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(9))
 def test_the_onnx_step_runs_in_onnxruntime_as_the_whole_model(index: int, tmp_path: Path) -> None:
     form = forms()[index]
     inputs = form.inputs(np.random.default_rng(index), 9)
@@ -100,7 +100,7 @@ def _openvino_stream(
     return request, outs
 
 
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(9))
 def test_the_stateful_step_runs_in_openvino_as_the_whole_model(index: int, tmp_path: Path) -> None:
     form = forms()[index]
     inputs = form.inputs(np.random.default_rng(index + 10), 9)

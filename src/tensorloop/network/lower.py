@@ -40,6 +40,7 @@ from ..tensor.dtypes import DType
 from ..tensor.types import TensorType
 from .analysis import Analysis, analyze
 from .layers import ITensor, as_int64, static_value
+from .shape_layers import IGatherLayer, IShapeLayer
 from .loops import (
     IIteratorLayer,
     ILoop,
@@ -264,6 +265,31 @@ def _int64(env: _Env, t: ITensor) -> Value:
     return as_int64(env.em, env.value(t))
 
 
+def _is_length(t: ITensor, source: ITensor, axis: int) -> bool:
+    """Whether ``t`` is the length of ``source`` along ``axis``: a gather of that entry of its
+    shape (through casts of the count to int32 or int64)."""
+    layer = t.producer
+    if not isinstance(layer, IGatherLayer) or layer.axis != 0:
+        return False
+    shape, index = layer.get_input(0), layer.get_input(1)
+    picked = None if index is None else static_value(index)
+    if shape is None or picked is None or picked.size != 1:
+        return False
+    of = shape.producer
+    rank = source.shape and len(source.shape)
+    return (
+        isinstance(of, IShapeLayer)
+        and of.get_input(0) is source
+        and bool(rank)
+        and int(picked.reshape(-1)[0]) % int(rank) == axis
+    )
+
+
+def _same_count(length: ITensor, count: ITensor) -> bool:
+    """Whether a CONCATENATE output's length is the loop's COUNT limit itself."""
+    return length is count
+
+
 def _axis_length(em: Emitter, src: Value, axis: int) -> Value:
     shape = src.tensor_type.shape
     assert shape is not None
@@ -301,6 +327,15 @@ class _LoopLowering:
         """Whether an iterator might run out before the trip limit stops the loop."""
         if not self.loop.iterators:
             return False
+        if (
+            self.count is not None
+            and self.limit is None
+            and all(
+                _is_length(self.count.tensor, it.source, it.source_axis)
+                for it in self.loop.iterators
+            )
+        ):
+            return False  # counted by the iterators' own length: none runs out
         count = None if self.count is None else static_value(self.count.tensor)
         if count is None:
             return True
@@ -530,6 +565,13 @@ class _LoopLowering:
         assert shape is not None
         zero = np.zeros(1, s.tensor_type.dtype.numpy)
         static = static_value(length_t)
+        if (
+            self.count is not None
+            and self.limit is None
+            and not self.guarded
+            and _same_count(length_t, self.count.tensor)
+        ):
+            return s, None  # the loop runs exactly its length: nothing to pad
         if static is not None and all(isinstance(d, int) for d in shape):
             rows = [int(d) for d in shape]
             if rows[o.axis] == int(static):
