@@ -1,7 +1,18 @@
 """The ``tensorloop`` command line: the group and its helpers are ``common.py``; each command is
 a module that registers itself on ``main`` when imported here."""
 
-from . import bench, compare, convert, draw, inspect, run, trace
+from . import bench, compare, convert, draw, inspect, run, stream, trace
 from .common import body_paths, main
 
-__all__ = ["bench", "body_paths", "compare", "convert", "draw", "inspect", "main", "run", "trace"]
+__all__ = [
+    "bench",
+    "body_paths",
+    "compare",
+    "convert",
+    "draw",
+    "inspect",
+    "main",
+    "run",
+    "stream",
+    "trace",
+]

@@ -40,7 +40,6 @@ from ..tensor.dtypes import DType
 from ..tensor.types import TensorType
 from .analysis import Analysis, analyze
 from .layers import ITensor, as_int64, static_value
-from .shape_layers import IGatherLayer, IShapeLayer
 from .loops import (
     IIteratorLayer,
     ILoop,
@@ -50,6 +49,7 @@ from .loops import (
     TripLimit,
 )
 from .network import Network
+from .shape_layers import IGatherLayer, IShapeLayer
 
 COUNTER_TYPE = TensorType(DType.int64, ())
 FLAG_TYPE = TensorType(DType.bool, ())
