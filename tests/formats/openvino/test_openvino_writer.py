@@ -20,6 +20,7 @@ from tensorloop.formats.openvino.families import FAMILIES  # noqa: E402
 from tensorloop.formats.openvino.writer import _EMITTERS  # noqa: E402
 from tensorloop.ir.emit import Emitter  # noqa: E402
 from tensorloop.ir.graph import Graph  # noqa: E402
+from tensorloop.ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked  # noqa: E402
 from tensorloop.ir.opdef import registered_ops  # noqa: E402
 from tensorloop.tensor.types import TensorType  # noqa: E402
 
@@ -503,3 +504,54 @@ def test_topk_reads_back_as_written(tmp_path: Path) -> None:
     want, got = model.run(feeds), back.run(feeds)
     for name in model.output_names:
         _same(got[name], want[name], name)
+
+
+def _run_openvino_ir(path: Path, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each of ``requests`` run in turn on one infer request of the CPU plugin, in f32."""
+    compiled = ov.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    request = compiled.create_infer_request()
+    results = []
+    for feeds in requests:
+        got = request.infer(feeds)
+        results.append({o.get_any_name(): np.array(got[o], copy=True) for o in compiled.outputs})
+    return results
+
+
+def test_a_carried_value_computed_from_its_slice_gets_its_own_buffer(tmp_path: Path) -> None:
+    # h = x_t + h, stacked and carried: the CPU plugin (2026.4) runs the Add in place in the
+    # slice's buffer and fed the next slice back as h unless the carried result is a copy.
+    tl.reset()
+    x = tl.placeholder("float32", ("T", 2), name="x")
+    h0 = tl.placeholder("float32", (2,), name="h0")
+    last, ys = tl.scan(lambda h, xt: (xt + h, xt + h), h0, x)
+    model = tl.Model({"ys": ys, "last": last})
+    tl.save(model, tmp_path / "m.xml")
+    xs = np.array([[1, 1], [10, 10], [100, 100]], np.float32)
+    feeds = {"x": xs, "h0": np.full(2, 0.5, np.float32)}
+    (got,) = _run_openvino_ir(tmp_path / "m.xml", [feeds])
+    want = model.run(feeds)
+    np.testing.assert_array_equal(got["last"], want["last"])  # 111.5, not 200
+    np.testing.assert_array_equal(got["ys"], want["ys"])
+
+
+def test_a_loop_run_zero_times_by_a_run_time_count_stacks_nothing(tmp_path: Path) -> None:
+    # The CPU plugin (2026.4) returns the previous run's stacked rows from a Loop whose trip
+    # count, known only at run time, is 0: the writer cuts stacked outputs to the trips.
+    graph = Graph("counted")
+    xs = graph.add_input("x", TensorType("float32", ("T", 3)))
+    count = graph.add_input("n", TensorType("int64", ()))
+    body = Graph("body")
+    body.add_input("i", ITERATION_TYPE)
+    xt = body.add_input("xt", TensorType("float32", (3,)))
+    bem = Emitter(body)
+    body.set_outputs([bem.const(np.array(True)), bem.op("Mul", [xt, bem.const(np.float32(2))])])
+    loop = Loop.build(
+        Emitter(graph), body, max_trip_count=count, sliced=[(xs, Sliced(0))], stacked=[Stacked(0)]
+    )
+    graph.set_outputs([graph.result_named(loop.outputs[0], "ys")])
+    model = tl.Model(graph)
+    tl.save(model, tmp_path / "n.xml")
+    ones = np.ones((3, 3), np.float32)
+    runs = [{"x": ones, "n": np.array(k)} for k in (2, 0, 1, 0)]
+    for feeds, got in zip(runs, _run_openvino_ir(tmp_path / "n.xml", runs), strict=True):
+        np.testing.assert_array_equal(got["ys"], model.run(feeds)["ys"])
