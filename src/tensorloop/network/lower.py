@@ -267,7 +267,7 @@ def _int64(env: _Env, t: ITensor) -> Value:
 
 def _is_length(t: ITensor, source: ITensor, axis: int) -> bool:
     """Whether ``t`` is the length of ``source`` along ``axis``: a gather of that entry of its
-    shape (through casts of the count to int32 or int64)."""
+    shape."""
     layer = t.producer
     if not isinstance(layer, IGatherLayer) or layer.axis != 0:
         return False
@@ -276,12 +276,12 @@ def _is_length(t: ITensor, source: ITensor, axis: int) -> bool:
     if shape is None or picked is None or picked.size != 1:
         return False
     of = shape.producer
-    rank = source.shape and len(source.shape)
+    rank = len(source.shape)
     return (
         isinstance(of, IShapeLayer)
         and of.get_input(0) is source
-        and bool(rank)
-        and int(picked.reshape(-1)[0]) % int(rank) == axis
+        and rank > 0
+        and int(picked.reshape(-1)[0]) % rank == axis
     )
 
 

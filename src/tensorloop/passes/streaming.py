@@ -36,10 +36,12 @@ import numpy as np
 from ..errors import StreamingError, TensorloopError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, clone_graph, constant_ints, copy_node
-from ..ir.loop import ITERATION_TYPE, Loop, Sliced
+from ..ir.loop import ITERATION_TYPE, Loop
 from ..ir.opdef import infer_types
 from ..tensor.types import TensorType, normalize_axis
 from .dead_code import eliminate_dead_code
+from .loop_forms import count_while_loops, pass_through_invariants, slice_indexed_reads
+from .sequences import lower_sequences
 
 # -- what a value is to a stream ------------------------------------------------------------------
 
@@ -211,6 +213,8 @@ class Analysis:
         self.loops: list[Loop] = []
         self.lengths = lengths
         """The whole sequence's lengths the model's types declared (a static export)."""
+        self.length_trips: set[Node] = set()
+        """Loops whose trip count is the sequence's length (each chunk's then bounds them)."""
         self.time_indices: list[Value] = []
         """Constants holding ``0 .. T-1`` for a declared length T: the step counts a chunk's."""
         self.rewrites: dict[Node, tuple[Elem, ...]] = {}
@@ -226,6 +230,14 @@ class Analysis:
             self._visit(node)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def is_length(self, v: Value) -> bool:
+        """Whether ``v`` is the sequence's length: computed from the shape of a sequence, or
+        the length a static export declared, written as a constant."""
+        k = self.kind(v)
+        if not isinstance(k, Dims) or len(k.elems) != 1:
+            return False
+        return k.elems[0] is LENGTH or (v.constant is not None and k.elems[0] in self.lengths)
+
     def kind(self, v: Value | None) -> Kind:
         return None if v is None else self.kinds.get(v)
 
@@ -457,6 +469,13 @@ class Analysis:
         shaped = _shape_op(node, kinds)
         if shaped is not None:
             return shaped
+        if op == "Max" and len(kinds) == 2 and all(isinstance(k, Dims) for k in kinds):
+            # max(T, c) is T for every length of at least 1 when c is at most 1
+            elems = [k.elems for k in kinds if isinstance(k, Dims)]
+            if sorted(map(len, elems)) == [1, 1] and any(e == (LENGTH,) for e in elems):
+                other = next(e[0] for e in elems if e != (LENGTH,)) if elems[0] != elems[1] else 1
+                if isinstance(other, int) and other <= 1:
+                    return Dims((LENGTH,), all(isinstance(k, Dims) and k.scalar for k in kinds))
         if op == "ConstantOfShape":
             spec = kinds[0]
             if isinstance(spec, Dims) and sum(e is LENGTH for e in spec.elems) == 1:
@@ -792,8 +811,9 @@ class Analysis:
                 "know, chunk by chunk, that the whole run would have stopped",
             )
         trip = loop.trip_count
-        tk = self.kind(trip)
-        if trip is not None and not (isinstance(tk, Dims) and tk.elems == (LENGTH,)):
+        if trip is not None and self.is_length(trip):
+            self.length_trips.add(node)
+        elif trip is not None:
             self._static(node, trip, f"is the trip count of {where}")
         for c in loop.carried:
             self._static(
@@ -1008,7 +1028,10 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
         )
     step = clone_graph(graph)
     init_source = clone_graph(graph)
-    indexed = _slice_indexed(step)
+    lower_sequences(step)  # a list a loop appends each step to is a stacked output
+    pass_through_invariants(step)
+    count_while_loops(step)
+    indexed = slice_indexed_reads(step)
     chosen = dict(find_sequence_inputs(step) if sequence is None else sequence)
     names = {v.name for v in graph.inputs}
     unknown = sorted(set(chosen) - names)
@@ -1035,8 +1058,7 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
             _count_steps(step, index, chosen)
         _retype(step)
     for loop in analysis.loops:
-        trip = analysis.kind(loop.trip_count)
-        if loop.node in indexed and not (isinstance(trip, Dims) and trip.elems == (LENGTH,)):
+        if loop.node in indexed and loop.node not in analysis.length_trips:
             raise StreamingError(
                 f"cannot stream {loop.node.describe()}: it reads %{indexed[loop.node]} by its "
                 "iteration number, and its trip count is not that sequence's length"
@@ -1068,81 +1090,6 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
     used = {v for n in step.nodes for v in n.inputs} | set(step.outputs)
     step.inputs = [v for v in step.inputs if v in used or v.name in chosen]
     return StepProgram(step, init, states, chosen, outputs)
-
-
-def _slice_indexed(graph: Graph) -> dict[Node, str]:
-    """Make each top-level loop that reads an invariant row by row by its iteration number
-    (``Gather(x, iteration)`` on one axis, as ONNX Loop bodies and converted while loops
-    read a sequence) slice it instead: the same rows while the loop runs within the
-    invariant's length, which ``make_step`` then checks its trip count guarantees. Returns
-    the rewritten loops, each with the name of a value it slices now."""
-    rewritten: dict[Node, str] = {}
-    for node in list(graph.nodes):
-        if node.op != "Loop":
-            continue
-        loop = Loop(node)
-        picks: dict[int, int] = {}
-        for k, inv in enumerate(loop.invariants):
-            rank = _rank(inv.value)
-            uses = inv.param.uses
-            gathers = [u.node for u in uses if u.node.op == "Gather" and u.port == 0]
-            if rank is None or not uses or len(gathers) != len(uses):
-                continue
-            if any(g.inputs[1] is not loop.iteration for g in gathers):
-                continue
-            axes = {normalize_axis(g.attrs.get("axis", 0), rank) for g in gathers}
-            if len(axes) == 1:
-                picks[k] = axes.pop()
-        if picks:
-            new = _sliced_instead(graph, loop, picks)
-            first = loop.invariants[next(iter(picks))].value
-            rewritten[new.node] = first.name if first is not None else "?"
-    return rewritten
-
-
-def _sliced_instead(graph: Graph, loop: Loop, picks: Mapping[int, int]) -> Loop:
-    """``loop`` with invariants ``picks`` (index: axis) sliced on those axes."""
-    body = loop.body
-    counts = loop.counts
-    parts = counts.split_inputs(loop.node.inputs)
-    invariants = loop.invariants  # read before the body's parameters change
-    sources = list(zip(parts.sources, loop.node.attrs["sliced"], strict=True))
-    sources += [(invariants[k].value, Sliced(axis)) for k, axis in picks.items()]
-    kept = [inv.value for k, inv in enumerate(invariants) if k not in picks]
-    old_outputs = loop.outputs
-    params = []
-    for k, axis in picks.items():
-        inv = invariants[k]
-        t = inv.param.tensor_type
-        assert t.shape is not None
-        param = Value(
-            body.unique_name(inv.param.name),
-            t.with_shape(t.shape[:axis] + t.shape[axis + 1 :]),
-            graph=body,
-        )
-        for use in list(inv.param.uses):
-            gather = use.node
-            body.replace(gather.outputs[0], param)
-            body.erase(gather)
-        body.inputs.remove(inv.param)
-        params.append(param)
-    at = 1 + counts.carried + counts.sliced
-    body.inputs[at:at] = params
-    new = Loop.build(
-        Emitter(graph, anchor=loop.node),
-        body,
-        max_trip_count=parts.max_trip_count,
-        initial_condition=parts.initial_condition,
-        carried=parts.carried,  # type: ignore[arg-type]
-        sliced=sources,  # type: ignore[arg-type]
-        invariants=kept,  # type: ignore[arg-type]
-        stacked=list(loop.node.attrs["stacked"]),
-        name=loop.name,
-    )
-    for before, after in zip(old_outputs, new.outputs, strict=True):
-        graph.replace(before, after)
-    graph.erase(loop.node)
-    return new
 
 
 def _relax(graph: Graph, sequence: Mapping[str, int]) -> frozenset[int]:
@@ -1213,8 +1160,12 @@ def _stream_loop(
     for index, c in enumerate(loop.carried):
         assert c.initial is not None
         initials.append(init_source.find(c.initial.name))
-        t = c.param.type if isinstance(c.param.type, TensorType) else c.initial.type
-        assert isinstance(t, TensorType)
+        t = c.param.type
+        if not isinstance(t, TensorType):
+            raise StreamingError(
+                f"cannot stream {node.describe()}: its carried %{c.param.name} is {t}, and a "
+                "stream's state is tensors"
+            )
         s_in = _state_input(step, loop, c.param.name, t)
         name = s_in.name
         node.set_input(2 + index, s_in)
@@ -1224,9 +1175,7 @@ def _stream_loop(
         step.outputs.append(nxt)
         states.append(State(name, nxt.name, t, f"carried %{c.param.name} of {where}"))
     trip = loop.trip_count
-    length_trip = isinstance(analysis.kind(trip), Dims)
-    length_trip = length_trip and analysis.kind(trip).elems == (LENGTH,)  # type: ignore[union-attr]
-    if trip is not None and length_trip:
+    if trip is not None and loop.node in analysis.length_trips:
         node.set_input(0, None)  # the chunk's length bounds each chunk's loop
         trip = None
     if trip is None and not loop.iteration.uses:
