@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.base import Backend
+from ..backends.base import Backend, Executable
 from ..errors import InputError, StreamingError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Value, clone_graph, copy_node
 from ..passes.streaming import State, StepProgram
+from ..reference.runtime import RunState, coerce_inputs
 from ..tensor.types import UNKNOWN, TensorType
 from . import Model, Outputs, Session
 
@@ -114,6 +115,14 @@ class Stream:
             self._step = model
         else:
             self._step = Model(program.step, backend=model.backend, limits=model.limits)
+        self._executable: Executable | None = None
+        names = self._step.output_names
+        self._next = (
+            []
+            if mode == "variables"
+            else [(st.name, names.index(st.next)) for st in program.states]
+        )
+        self._kept = [(n, names.index(n)) for n in names if n in program.outputs]
         self._step_inputs = [
             v for v in self._step.graph.inputs if v.name not in {s.name for s in program.states}
         ]
@@ -355,11 +364,20 @@ class Stream:
             return self._session.run(args, backend=self.backend)
         if self._state is None:
             self._state = self._initial(args)
+        # The step runs on its executable directly: the state the stream made needs no second
+        # look, and a push pays for little more than the plan's own run.
         full = {v.name: args[v.name] for v in self._step_inputs} | self._state
-        out = self._step.run(full, backend=self.backend)
-        self._state = {s.name: np.asarray(out[s.next]) for s in self.program.states}
-        kept = {n: v for n, v in out.items() if n in self.program.outputs}
-        return Outputs(kept, {}, out.handoffs)
+        graph = self._step.graph
+        values = coerce_inputs(graph, full, where=f"stream of model '{self.model.graph.name}'")
+        limits = self.model.limits
+        state = RunState(
+            max_iterations=limits.max_iterations, limits=limits, timeout=limits.timeout
+        )
+        if self._executable is None:
+            self._executable = self._step.prepared(self.backend)
+        results = self._executable.run(values, state)
+        self._state = {name: np.asarray(results[k]) for name, k in self._next}
+        return Outputs({name: results[k] for name, k in self._kept}, {}, state.handoffs)
 
     def _joined(self, results: list[Outputs]) -> Outputs:
         if len(results) == 1:
