@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -353,6 +353,24 @@ class Graph:
         from .printer import print_graph
 
         return print_graph(self)
+
+
+def upstream(
+    roots: Iterable[Value], more: Callable[[Node], Iterable[Node]] | None = None
+) -> set[Node]:
+    """The nodes ``roots`` depend on (their producers, theirs, and so on), and with each node
+    those ``more(node)`` names (with what they depend on)."""
+    needed: set[Node] = set()
+    stack = [v.producer for v in roots if v.producer is not None]
+    while stack:
+        node = stack.pop()
+        if node in needed:
+            continue
+        needed.add(node)
+        stack += [v.producer for v in node.inputs if v is not None and v.producer is not None]
+        if more is not None:
+            stack += more(node)
+    return needed
 
 
 def clone_graph(graph: Graph, name: str | None = None) -> Graph:

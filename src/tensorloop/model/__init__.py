@@ -18,7 +18,7 @@ from ..backends.base import (
 )
 from ..builder.tracing import Tensor, requested_name, root_graph
 from ..errors import BackendError, GraphError, InputError, StreamingError, TensorloopError
-from ..ir.graph import Graph, Node, Value, Variable, copy_node
+from ..ir.graph import Graph, Node, Value, Variable, copy_node, upstream
 from ..ir.verify import verify
 from ..limits import Limits, check_graph
 from ..reference.runtime import LoopObserver, RunState, coerce_inputs
@@ -407,20 +407,11 @@ def _copy_node(src: Graph, node: Node, graph: Graph, mapping: dict[Value, Value]
 
 def _needed_nodes(src: Graph, roots: list[Value]) -> set[Node]:
     """Nodes the roots depend on, plus the Assigns of every variable those nodes read."""
-    needed: set[Node] = set()
-    stack = [v.producer for v in roots if v.producer is not None]
-    seen_vars: set[str] = set()
-    while stack:
-        node = stack.pop()
-        if node in needed:
-            continue
-        needed.add(node)
-        stack += [v.producer for v in node.inputs if v is not None and v.producer is not None]
-        if node.op == "ReadVariable" and node.attrs["variable"] not in seen_vars:
-            seen_vars.add(node.attrs["variable"])
-            stack += [
-                n
-                for n in src.nodes
-                if n.op == "Assign" and n.attrs["variable"] == node.attrs["variable"]
-            ]
-    return needed
+
+    def assigns(node: Node) -> list[Node]:
+        if node.op != "ReadVariable":
+            return []
+        name = node.attrs["variable"]
+        return [n for n in src.nodes if n.op == "Assign" and n.attrs["variable"] == name]
+
+    return upstream(roots, assigns)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import StreamingError, TensorloopError
 from ..ir.emit import Emitter
-from ..ir.graph import Graph, Node, Value, clone_graph, constant_ints, copy_node
+from ..ir.graph import Graph, Node, Value, clone_graph, constant_ints, copy_node, upstream
 from ..ir.loop import ITERATION_TYPE, Loop
 from ..ir.opdef import infer_types
 from ..tensor.types import TensorType, normalize_axis
@@ -1236,14 +1236,7 @@ def _init_graph(
     ``source`` those values need, and the inputs they read."""
     init = Graph(f"{source.name}.init")
     roots = [v for v in initials if isinstance(v, Value)]
-    needed: set[Node] = set()
-    stack = [v.producer for v in roots if v.producer is not None]
-    while stack:
-        n = stack.pop()
-        if n in needed:
-            continue
-        needed.add(n)
-        stack += [v.producer for v in n.inputs if v is not None and v.producer is not None]
+    needed = upstream(roots)
     read = {v for n in needed for v in n.inputs if v is not None and v.is_parameter}
     read |= {v for v in roots if v.is_parameter}
     mapping: dict[Value, Value] = {}
