@@ -25,8 +25,13 @@ _AFFIXES = re.compile(
 
 
 def _stem(name: str) -> str:
-    match = _AFFIXES.match(name)
-    return match.group(1) if match and match.group(1) else name
+    """``name`` without its state affixes, stripped until none is left (``h_in.next``: ``h``)."""
+    while True:
+        match = _AFFIXES.match(name)
+        stem = match.group(1) if match and match.group(1) else name
+        if stem == name:
+            return name
+        name = stem
 
 
 def pair_states(graph: Graph) -> dict[str, str]:
@@ -41,6 +46,9 @@ def pair_states(graph: Graph) -> dict[str, str]:
             for o in graph.outputs
             if o.name != i.name and _stem(o.name) == _stem(i.name) and o.type.compatible(i.type)
         ]
+        exact = f"{i.name}.next"  # what Stream.step_model writes
+        if exact in candidates:
+            candidates = [exact]
         if len(candidates) == 1:
             pairs[i.name] = candidates[0]
     taken = list(pairs.values())
