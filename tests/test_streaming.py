@@ -446,3 +446,34 @@ graph @rnn.init() {
   %rnn.h = Constant() {value = dense<f32[2]>[0.0, 0.0]} : f32[2]
   return %rnn.h
 }"""
+
+
+def test_a_static_export_streams_at_any_chunk_length() -> None:
+    """A model typed for a 5-step sequence (as static exports are), whose constant 0..4 is a
+    feature permutation, not time steps: it streams in chunks of 2 and of 7."""
+    tl.reset()
+    x = tl.placeholder("float32", (5, 5), name="x")
+    order = tl.constant(np.arange(5, dtype=np.int64))
+    picked = tl.gather(x, order, axis=1)
+
+    def step(h: Any, xt: Any) -> Any:
+        new = tl.tanh(h * 0.5 + xt)
+        return new, new
+
+    last, ys = tl.scan(step, tl.constant(np.zeros(5, np.float32)), picked)
+    model = tl.Model({"ys": ys, "last": last})
+    rng = np.random.default_rng(0)
+    for chunk, length in [(2, 5), (7, 9)]:
+        xs = rng.standard_normal((length, 5)).astype(np.float32)
+        stream = model.stream(chunk=chunk)
+        out = stream.push({"x": xs})
+        if length == 5:
+            whole = model.run({"x": xs})
+            np.testing.assert_array_equal(out["ys"], whole["ys"])
+            np.testing.assert_array_equal(out["last"], whole["last"])
+        else:  # longer than the declared sequence: as a loop over it by hand
+            h = np.zeros(5, np.float32)
+            for t in range(length):
+                h = np.tanh(h * np.float32(0.5) + xs[t])
+            np.testing.assert_array_equal(out["last"], h)
+            assert out["ys"].shape == (9, 5)

@@ -187,3 +187,60 @@ def test_the_rnn_forms_read_back_from_onnx_keep_streaming(tmp_path: Path) -> Non
     tl.save(form.model, tmp_path / "m.onnx")
     again = tl.load(tmp_path / "m.onnx")
     assert again.stream(chunk=2).sequence_inputs == {"X": 0}
+
+
+def test_an_openvino_sequence_typed_for_5_steps_streams_any_length(tmp_path: Path) -> None:
+    """LSTMSequence over x: f32[2, 5, 3] with its sequence lengths computed from x's shape, as
+    OpenVINO's converters write it: the reader writes the mask's time indices 0..4 out as a
+    constant, and the stream counts each chunk's own (chunks of 2, and 9 steps at once)."""
+    ops = pytest.importorskip("openvino.opset13")
+    rng = np.random.default_rng(0)
+    batch, steps, width, hidden = 2, 5, 3, 4
+    x = ops.parameter([batch, steps, width], np.float32, name="x")
+    h0 = ops.parameter([batch, 1, hidden], np.float32, name="h0")
+    c0 = ops.parameter([batch, 1, hidden], np.float32, name="c0")
+    length = ops.gather(
+        ops.shape_of(x), ops.constant(np.array([1], np.int64)), ops.constant(np.int64(0))
+    )
+    lengths = ops.broadcast(
+        ops.squeeze(length, ops.constant(np.array([0], np.int64))),
+        ops.constant(np.array([batch], np.int64)),
+    )
+
+    def weights(*shape: int) -> Any:
+        return ops.constant((rng.standard_normal(shape) * 0.5).astype(np.float32))
+
+    seq = ops.lstm_sequence(
+        x,
+        h0,
+        c0,
+        lengths,
+        weights(1, 4 * hidden, width),
+        weights(1, 4 * hidden, hidden),
+        weights(1, 4 * hidden),
+        hidden,
+        "forward",
+    )
+    ov.save_model(
+        ov.Model([seq.output(0), seq.output(1)], [x, h0, c0]),
+        str(tmp_path / "lstm.xml"),
+        compress_to_fp16=False,
+    )
+    model = tl.load(tmp_path / "lstm.xml")
+    feeds = {
+        "x": rng.standard_normal((batch, steps, width)).astype(np.float32),
+        "h0": rng.standard_normal((batch, 1, hidden)).astype(np.float32),
+        "c0": rng.standard_normal((batch, 1, hidden)).astype(np.float32),
+    }
+    stream = model.stream(chunk=2)
+    assert stream.sequence_inputs == {"x": 1}
+    whole = model.run(feeds)
+    outs = [stream.push(dict(feeds, x=feeds["x"][:, a : a + 2])) for a in range(0, steps, 2)]
+    for name, (role, axis) in stream.output_roles.items():
+        got = (
+            np.concatenate([o[name] for o in outs], axis) if role == "sequence" else outs[-1][name]
+        )
+        np.testing.assert_array_equal(got, whole[name], err_msg=name)
+    stream.reset()
+    longer = stream.push(dict(feeds, x=rng.standard_normal((batch, 9, width)).astype(np.float32)))
+    assert [v.shape for v in longer.values()] == [(batch, 1, 9, hidden), (batch, 1, hidden)]

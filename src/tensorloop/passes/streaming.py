@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import StreamingError, TensorloopError
 from ..ir.emit import Emitter
-from ..ir.graph import Graph, Value, clone_graph, copy_node, upstream
+from ..ir.graph import Graph, Node, Value, clone_graph, copy_node, upstream
 from ..ir.loop import ITERATION_TYPE, Loop
 from ..ir.opdef import infer_types
 from ..tensor.types import TensorType, normalize_axis
@@ -126,8 +126,8 @@ def make_step(graph: Graph, sequence: Mapping[str, int] | None = None) -> StepPr
         for node, elems in analysis.rewrites.items():
             em = Emitter(step, anchor=node)
             node.set_input(1, em.ints([int(e) for e in elems]))  # type: ignore[arg-type]
-        for index in analysis.time_indices:
-            _count_steps(step, index, chosen)
+        for index, compares in analysis.time_indices.items():
+            _count_steps(step, index, chosen, analysis, compares)
         _retype(step)
     for loop in analysis.loops:
         if loop.node in indexed and loop.node not in analysis.length_trips:
@@ -183,10 +183,16 @@ def _relax(graph: Graph, sequence: Mapping[str, int]) -> frozenset[int]:
     return frozenset(declared)
 
 
-def _count_steps(graph: Graph, index: Value, sequence: Mapping[str, int]) -> None:
-    """Replace a constant ``0 .. T-1`` by ``Range(0, length)`` of the chunk in hand."""
+def _count_steps(
+    graph: Graph,
+    index: Value,
+    sequence: Mapping[str, int],
+    analysis: Analysis,
+    compares: set[Node],
+) -> None:
+    """Make the comparisons that read a constant ``0 .. T-1`` as the time steps (through its
+    reshapes) read ``Range(0, length)`` of the chunk in hand; its other uses keep it."""
     x = next(v for v in graph.inputs if v.name in sequence)
-    assert index.producer is not None
     em = Emitter(graph, anchor=graph.nodes[0])
     axis = normalize_axis(sequence[x.name], x.tensor_type.rank or 1)
     length = em.op("Shape", [x], {"start": axis, "end": axis + 1})
@@ -195,8 +201,34 @@ def _count_steps(graph: Graph, index: Value, sequence: Mapping[str, int]) -> Non
     dtype = index.tensor_type.dtype
     if dtype != steps.tensor_type.dtype:
         steps = em.op("Cast", [steps], {"to": dtype})
-    graph.replace(index, steps)
-    graph.erase(index.producer)
+
+    chain: set[tuple[Node, int]] = set()  # the uses on the way from the constant to a compare
+
+    def back(node: Node) -> None:
+        for port, v in enumerate(node.inputs):
+            k = analysis.kind(v)
+            if v is index:
+                chain.add((node, port))
+            elif isinstance(k, TimeIndex) and k.baked is index and v and v.producer is not None:
+                chain.add((node, port))
+                back(v.producer)
+
+    for compare in compares:
+        back(compare)
+    for node, port in chain:
+        v = node.inputs[port]
+        assert v is not None
+        if v is index:
+            continue  # the constant itself stays where it is read as data
+        off_chain = [u for u in v.uses if (u.node, u.port) not in chain]
+        if off_chain:
+            raise StreamingError(
+                f"cannot stream {off_chain[0].node.describe()}: %{v.name} holds the time steps "
+                "0 .. T-1 a static export wrote for its sequence masks, and it reads them as data"
+            )
+    for node, port in chain:
+        if node.inputs[port] is index:
+            node.set_input(port, steps)
 
 
 def _retype(graph: Graph) -> None:

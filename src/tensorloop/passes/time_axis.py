@@ -93,9 +93,13 @@ class Whole:
 
 @dataclass(frozen=True)
 class TimeIndex:
-    """``Range(0, T)`` (reshaped): each time step's index, counted from each chunk's start."""
+    """``Range(0, T)`` (reshaped): each time step's index, counted from each chunk's start.
+    ``baked``: the constant ``0 .. T-1`` a static export wrote instead, if it is one; it is the
+    time steps only where compared with the full lengths, and any other use reads it as the
+    constant it is."""
 
     axis: int
+    baked: Value | None = None
 
 
 @dataclass(frozen=True)
@@ -164,8 +168,9 @@ class Analysis:
         """The whole sequence's lengths the model's types declared (a static export)."""
         self.length_trips: set[Node] = set()
         """Loops whose trip count is the sequence's length (each chunk's then bounds them)."""
-        self.time_indices: list[Value] = []
-        """Constants holding ``0 .. T-1`` for a declared length T: the step counts a chunk's."""
+        self.time_indices: dict[Value, set[Node]] = {}
+        """Constants holding ``0 .. T-1`` for a declared length T, each with the comparisons
+        that read it as the time steps: there the step counts a chunk's."""
         self.rewrites: dict[Node, tuple[Elem, ...]] = {}
         """Reshape nodes whose constant shape holds a declared length: the shape to use."""
         for v in graph.inputs:
@@ -208,7 +213,7 @@ class Analysis:
             raise self.fail(node, v, f"holds the sequence's length; {what}")
         if isinstance(k, Whole):
             raise StreamingError(f"{k.why} ({what}: {node.describe()})")
-        if isinstance(k, TimeIndex | AllLength):
+        if _counts_time(k):
             raise self.fail(node, v, f"holds time steps' indices or the length; {what}")
 
     def _set(self, node: Node, kind: Kind) -> None:
@@ -305,9 +310,8 @@ class Analysis:
                 and data.dtype.kind in "iu"
                 and data.size in self.lengths
                 and np.array_equal(data, np.arange(data.size))
-            ):  # the time steps' indices a static export wrote out
-                self.time_indices.append(node.outputs[0])
-                return TimeIndex(0)
+            ):  # perhaps the time steps' indices a static export wrote out
+                return TimeIndex(0, node.outputs[0])
             return NO_RULE
         if op in _COMPARE and len(kinds) == 2 and any(isinstance(k, AllLength) for k in kinds):
             as_dims: list[Kind] = [
@@ -344,7 +348,7 @@ class Analysis:
             if op in ("Cast", "Identity"):
                 return first
             moved = self._squeeze(node, first.axis)
-            return TimeIndex(moved.axis) if isinstance(moved, Timed) else NotImplemented
+            return TimeIndex(moved.axis, first.baked) if isinstance(moved, Timed) else NO_RULE
         if op in _COMPARE and op != "Equal" and len(kinds) == 2:
             left, right = kinds
             if op in ("Greater", "GreaterOrEqual"):
@@ -370,12 +374,14 @@ class Analysis:
                 index = node.inputs[0 if op in ("Less", "LessOrEqual") else 1]
                 rank = _rank(index)
                 if out_rank is not None and rank is not None:
+                    if left.baked is not None:
+                        self.time_indices.setdefault(left.baked, set()).add(node)
                     return Timed(out_rank - rank + left.axis)
-        if any(isinstance(k, TimeIndex | AllLength) for k in kinds):
+        if any(_counts_time(k) for k in kinds):
             v = next(
                 v
                 for v, k in zip(node.inputs, kinds, strict=True)
-                if isinstance(k, TimeIndex | AllLength) and v is not None
+                if _counts_time(k) and v is not None
             )
             return Whole(
                 f"cannot stream {node.describe()}: %{v.name} holds time steps' indices or "
@@ -782,6 +788,11 @@ class Analysis:
             self.kinds[st.output] = Timed(normalize_axis(st.spec.axis, rank))
 
 
+def _counts_time(k: Kind) -> bool:
+    """Whether ``k`` holds time steps' indices or lengths (not a constant that only may)."""
+    return isinstance(k, AllLength) or (isinstance(k, TimeIndex) and k.baked is None)
+
+
 def _has_length_use(k: Kind) -> bool:
     return isinstance(k, LengthDependent) or (isinstance(k, Dims) and k.has_length)
 
@@ -947,6 +958,15 @@ def _back(v: Value, a: int) -> list[tuple[Value, int]]:
                 old = sorted(normalize_axis(i, r) for i in axes)
                 kept = [i for i in range(r) if i not in old]
                 todo.append((ins[0], kept[a]))
+        elif op == "Gather" and ins[0] is not None:
+            r, index_rank = _rank(ins[0]), _rank(ins[1])
+            if r is None or index_rank is None:
+                continue
+            g = normalize_axis(node.attrs.get("axis", 0), r)
+            if a < g:
+                todo.append((ins[0], a))
+            elif a >= g + index_rank:
+                todo.append((ins[0], a - index_rank + 1))
         elif op == "Reshape" and ins[0] is not None and a == 0:
             todo.append((ins[0], 0))
         elif op == "Loop":
