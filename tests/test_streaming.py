@@ -109,17 +109,15 @@ def test_the_jax_backend_streams_within_its_ulp_law(index: int) -> None:
 
 
 def test_a_long_push_runs_in_chunks_of_the_stream_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tensorloop.model import stream as module
-
     f = counted_loop(100)
     lengths: list[int] = []
-    checked = module.coerce_inputs
+    run = tl.Stream._run
 
-    def seen(graph: Any, inputs: Any, where: str = "") -> Any:
-        lengths.append(inputs["x"].shape[0])
-        return checked(graph, inputs, where)
+    def seen(self: tl.Stream, args: dict[str, Any]) -> Any:
+        lengths.append(args["x"].shape[0])
+        return run(self, args)
 
-    monkeypatch.setattr(module, "coerce_inputs", seen)
+    monkeypatch.setattr(tl.Stream, "_run", seen)
     stream = f.model.stream(chunk=4)
     out = stream.push(f.inputs(np.random.default_rng(0), 10))
     assert lengths == [4, 4, 2]
@@ -198,6 +196,10 @@ def test_bad_chunks_are_refused() -> None:
         stream.push({"x": inputs["x"]})
     with pytest.raises(tl.InputError, match="no input named 'y'"):
         stream.push({**inputs, "y": inputs["x"]})
+    with pytest.raises(tl.InputError, match=r"input 'h0': expected f32\[2,4\], got float64"):
+        stream.push({"x": inputs["x"], "h0": inputs["h0"].astype(np.float64)})
+    lists = stream.push({"x": inputs["x"].tolist(), "h0": inputs["h0"].tolist()})  # converted
+    assert lists["ys"].shape == (3, BATCH, HIDDEN)
 
 
 def test_many_streams_of_one_model_from_many_threads() -> None:

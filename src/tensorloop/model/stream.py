@@ -14,7 +14,7 @@ from ..errors import InputError, StreamingError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Value, clone_graph, copy_node
 from ..passes.streaming import State, StepProgram
-from ..reference.runtime import RunState, coerce_inputs
+from ..reference.runtime import RunState, coerce_value
 from ..tensor.types import UNKNOWN, TensorType
 from . import Model, Outputs, Session
 
@@ -124,6 +124,7 @@ class Stream:
         else:
             self._step = Model(program.step, backend=model.backend, limits=model.limits)
         self._executable: Executable | None = None
+        self._where = f"stream of model '{model.graph.name}': "
         names = self._step.output_names
         self._next = (
             []
@@ -337,7 +338,9 @@ class Stream:
         seq = self.program.sequence
         if not seq:
             return [args]
-        arrays = {n: np.asarray(args[n]) for n in seq}
+        types = {v.name: v.type for v in self._step.graph.inputs}
+        arrays = {n: coerce_value(n, types[n], args[n], self._where) for n in seq}
+        args.update(arrays)
         lengths = {}
         for n, axis in seq.items():
             a = arrays[n]
@@ -374,9 +377,21 @@ class Stream:
             self._state = self._initial(args)
         # The step runs on its executable directly: the state the stream made needs no second
         # look, and a push pays for little more than the plan's own run.
-        full = {v.name: args[v.name] for v in self._step_inputs} | self._state
-        graph = self._step.graph
-        values = coerce_inputs(graph, full, where=f"stream of model '{self.model.graph.name}'")
+        values = []
+        for v in self._step.graph.inputs:  # the user's inputs checked, the stream's own state not
+            given = self._state.get(v.name)
+            if given is None:
+                given = args[v.name]
+                t = v.type
+                fast = (
+                    type(given) is np.ndarray
+                    and isinstance(t, TensorType)
+                    and given.dtype == t.dtype.numpy
+                    and t.accepts(given)
+                )
+                if not fast:
+                    given = coerce_value(v.name, t, given, self._where)
+            values.append(given)
         limits = self.model.limits
         state = RunState(
             max_iterations=limits.max_iterations, limits=limits, timeout=limits.timeout

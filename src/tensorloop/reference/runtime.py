@@ -257,7 +257,7 @@ def coerce_inputs(
         values = list(inputs)
         if len(values) != len(params):
             raise InputError(f"{prefix}the model takes {len(params)} inputs, got {len(values)}")
-    return [_coerce(p.name, p.type, v, prefix) for p, v in zip(params, values, strict=True)]
+    return [coerce_value(p.name, p.type, v, prefix) for p, v in zip(params, values, strict=True)]
 
 
 def _by_input_name(graph: Graph, inputs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
@@ -273,15 +273,17 @@ def _by_input_name(graph: Graph, inputs: Mapping[str, Any], prefix: str) -> dict
     return out
 
 
-def _coerce(name: str, expected: Type, value: Any, prefix: str) -> Any:
+def coerce_value(name: str, expected: Type, value: Any, prefix: str = "") -> Any:
+    """``value`` as input ``name`` of type ``expected`` takes it, or an ``InputError``."""
     if isinstance(expected, SequenceType):
         if not isinstance(value, list | tuple):
             raise InputError(f"{prefix}input '{name}': expected {expected}, got {describe(value)}")
         return [
-            _coerce(f"{name}[{k}]", expected.element, item, prefix) for k, item in enumerate(value)
+            coerce_value(f"{name}[{k}]", expected.element, item, prefix)
+            for k, item in enumerate(value)
         ]
     if isinstance(expected, OptionalType):
-        return None if value is None else _coerce(name, expected.element, value, prefix)
+        return None if value is None else coerce_value(name, expected.element, value, prefix)
     if not isinstance(expected, TensorType):
         return value
     if isinstance(value, np.ndarray | np.generic):
