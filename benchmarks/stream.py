@@ -35,8 +35,12 @@ axis is fixed; every anchor's outputs, chunk by chunk over the timed sequence, m
 rtol 1e-4, atol 1e-4 of tensorloop's. Mismatches are printed and kept in the table.
 
 Timing: ``--warmup`` chunks through every runner, a reset, then ``--count`` chunks, the runners
-round-robin per chunk (the order rotated by one per chunk) so that drift on the machine hits
-all alike. Each push (a whole call: feeds in, outputs and next state out) is timed with
+round-robin in turns of ``--block`` consecutive chunks each (the order rotated by one per
+turn) so that drift on the machine hits all alike. With ``--block 1`` every push follows
+another runtime's; on this 2-core VM a push right after an OpenVINO or onnxruntime call is
+1.9-2.7x slower than one after its own previous push (their worker threads and caches), which a
+stream, whose chunks come one after another, does not pay: turns of 20 measure each runner as
+a stream runs. Each push (a whole call: feeds in, outputs and next state out) is timed with
 ``time.perf_counter``; the first chunk after the reset (which makes the first state) is one of
 them. p50 and p99 are of those times; ratios are to the anchor with the lowest p50 (its p50 and
 its p99). Memory per stream: the bytes of the carried state, and tracemalloc's peak over one
@@ -712,7 +716,9 @@ def traced_peak(runner: Runner, feeds: Feeds) -> int:
     return peak
 
 
-def measure(case: Case, backends: list[str], warmup: int, console: Console) -> tuple[list, dict]:
+def measure(
+    case: Case, backends: list[str], warmup: int, console: Console, block: int = 1
+) -> tuple[list, dict]:
     with tempfile.TemporaryDirectory() as folder:
         runners, failed = make_runners(case, backends, Path(folder))
         checks = {}
@@ -728,13 +734,14 @@ def measure(case: Case, backends: list[str], warmup: int, console: Console) -> t
             r.reset()
         times: dict[str, list[float]] = {r.name: [] for r in runners}
         outs: dict[str, list[Feeds]] = {r.name: [] for r in runners}
-        for i, feeds in enumerate(case.chunks):
-            k = i % len(runners)
+        for turn, first in enumerate(range(0, len(case.chunks), block)):
+            k = turn % len(runners)
             for r in runners[k:] + runners[:k]:
-                start = time.perf_counter()
-                out = r.push(feeds)
-                times[r.name].append(time.perf_counter() - start)
-                outs[r.name].append(out)
+                for feeds in case.chunks[first : first + block]:
+                    start = time.perf_counter()
+                    out = r.push(feeds)
+                    times[r.name].append(time.perf_counter() - start)
+                    outs[r.name].append(out)
         reference = outs[runners[0].name] if runners and runners[0].name.startswith("tl-") else None
         rows = []
         for r in runners:
@@ -848,6 +855,9 @@ def report(results: list[tuple[Case, list[Row], dict]], console: Console) -> dic
 @click.option("--chunks", default="1,16", show_default=True, help="Time steps per call.")
 @click.option("--count", default=1000, show_default=True, help="Timed chunks per case.")
 @click.option("--warmup", default=50, show_default=True, help="Untimed chunks first.")
+@click.option(
+    "--block", default=20, show_default=True, help="Consecutive chunks per runner per turn."
+)
 @click.option("--quick", is_flag=True, help="100 chunks, 10 warm-up, the compiled backend.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None)
@@ -857,6 +867,7 @@ def main(
     chunks: str,
     count: int,
     warmup: int,
+    block: int,
     quick: bool,
     seed: int,
     json_path: str | None,
@@ -883,7 +894,7 @@ def main(
             cases += [recurrent_case(entry, k, count, seed) for k in sizes]
     results = []
     for case in cases:
-        rows, failed = measure(case, names, warmup, console)
+        rows, failed = measure(case, names, warmup, console, max(block, 1))
         console.print(
             f"{case.name}: "
             + ", ".join(f"{r.runner} {_ms(r.p50)}/{_ms(r.p99)}" for r in rows)
@@ -896,6 +907,7 @@ def main(
         payload = {
             "count": count,
             "warmup": warmup,
+            "block": block,
             "cases": [
                 {"case": c.name, "rows": [r.to_dict() for r in rows], "failed": failed}
                 for c, rows, failed in results
