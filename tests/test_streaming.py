@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from functools import cache
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tensorloop as tl
+from loop_models import LoopSpec, build, loop_specs, make_inputs
 from streaming_models import BATCH, HIDDEN, WIDTH, Form, builder_forms, counted_loop
 from tensorloop.ir.emit import Emitter
 from tensorloop.ir.graph import Graph
@@ -479,3 +481,66 @@ def test_a_static_export_streams_at_any_chunk_length() -> None:
                 h = np.tanh(h * np.float32(0.5) + xs[t])
             np.testing.assert_array_equal(out["last"], h)
             assert out["ys"].shape == (9, 5)
+
+
+@settings(max_examples=120, deadline=None)
+@given(spec=loop_specs(), chunk=st.integers(1, 4), data=st.data())
+def test_any_loop_streams_as_it_runs_whole_or_is_refused(
+    spec: LoopSpec, chunk: int, data: st.DataObject
+) -> None:
+    """The law over random canonical loops (tests/loop_models.py): every trip count, condition,
+    slice and stack axis, reverse or not. Where ``make_step`` takes the loop, the stream's
+    outputs joined are the whole run's; where it refuses, it says why in a StreamingError."""
+    lengths = {length for _, _, length in spec.sliced}
+    assume(len(lengths) == 1 and lengths != {0})  # one sequence, as a stream's chunks are
+    model = tl.Model(build(spec))
+    inputs = make_inputs(spec)
+    try:
+        whole = model.run(inputs)
+    except tl.TensorloopError:
+        assume(False)  # a run that fails (the iteration limit) has no streamed twin
+    try:
+        stream = model.stream(chunk=chunk)
+    except tl.StreamingError as exc:
+        assert "cannot stream" in str(exc) or "no loop over a time axis" in str(exc)
+        return
+    (length,) = lengths
+    cuts = sorted(data.draw(st.sets(st.integers(1, length - 1), max_size=3)) if length > 1 else [])
+    bounds = [0, *cuts, length]
+    pushed = []
+    for start, stop in pairwise(bounds):
+        chunk_inputs = dict(inputs)
+        for name, axis in stream.sequence_inputs.items():
+            chunk_inputs[name] = _rows(inputs[name], axis, start, stop)
+        pushed.append(stream.push(chunk_inputs))
+    for name, (role, axis) in stream.output_roles.items():
+        if role == "sequence":
+            assert axis is not None
+            got = np.concatenate([p[name] for p in pushed], axis=axis)
+        else:
+            got = pushed[-1][name]
+        np.testing.assert_array_equal(got, whole[name], err_msg=name, strict=True)
+
+
+def _streamable(spec: LoopSpec) -> LoopSpec:
+    """``spec`` made a loop over time: one sequence length, no condition, nothing reversed."""
+    length = max([length for _, _, length in spec.sliced], default=0) or 4
+    return replace(
+        spec,
+        sliced=tuple((axis, False, length) for axis, _, _ in spec.sliced) or ((0, False, length),),
+        stacked=tuple((value, axis, False) for value, axis, _ in spec.stacked),
+        init_cond=None,
+        body_cond=("true",),
+        max_iterations=None,
+    )
+
+
+@settings(max_examples=120, deadline=None)
+@given(spec=loop_specs().map(_streamable), chunk=st.integers(1, 4), data=st.data())
+def test_every_loop_over_time_streams(spec: LoopSpec, chunk: int, data: st.DataObject) -> None:
+    """Random loops over time (any trip count, given or constant, any slice and stack axis,
+    stacked iteration numbers) all stream, exactly."""
+    test_any_loop_streams_as_it_runs_whole_or_is_refused.hypothesis.inner_test(  # type: ignore[attr-defined]
+        spec, chunk, data
+    )
+    assert tl.Model(build(spec)).stream(chunk=chunk).states is not None

@@ -282,7 +282,7 @@ def _stream_loop(
     if trip is not None and loop.node in analysis.length_trips:
         node.set_input(0, None)  # the chunk's length bounds each chunk's loop
         trip = None
-    if trip is None and not loop.iteration.uses:
+    if trip is None and not loop.iteration.uses and loop.iteration not in loop.body.outputs:
         return
     # The time step is state: the body reads it for the iteration number, and a trip count
     # other than the length bounds the steps of the whole stream.
