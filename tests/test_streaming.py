@@ -544,3 +544,12 @@ def test_every_loop_over_time_streams(spec: LoopSpec, chunk: int, data: st.DataO
         spec, chunk, data
     )
     assert tl.Model(build(spec)).stream(chunk=chunk).states is not None
+
+
+def test_streams_of_one_model_share_the_step_and_its_plans() -> None:
+    f = forms()[4]
+    one, two = f.model.stream(chunk=2), f.model.stream(chunk=3)
+    assert one._step is two._step  # made once per way of streaming, planned once per shape
+    assert f.model.stream(chunk=2, sequence={"X": 0})._step is not one._step
+    vad = _vad_like()
+    assert vad.stream(state="auto")._step is vad  # explicit state: the model is the step

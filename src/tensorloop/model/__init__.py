@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from ..backends.base import (
     get_backend,
 )
 from ..builder.tracing import Tensor, requested_name, root_graph
-from ..errors import BackendError, GraphError, InputError, StreamingError, TensorloopError
+from ..errors import BackendError, GraphError, InputError, TensorloopError
 from ..ir.graph import Graph, Node, Value, Variable, copy_node, upstream
 from ..ir.verify import verify
 from ..limits import Limits, check_graph
@@ -175,6 +176,10 @@ class Model:
         verify(self.graph)
         self._prepared: dict[str, Executable] = {}
         self._session = Session(self)
+        self._stream_parts: dict[Any, Any] = {}
+        """Each way of streaming it asked for so far, made once: its streams share the step's
+        plans (``model.stream.stream_parts``)."""
+        self._stream_lock = threading.Lock()
 
     @property
     def max_iterations(self) -> int:
@@ -293,39 +298,12 @@ class Model:
         streams as it is, its state in them. ``state_init`` gives the first state (by default
         the model's own initial values, or zeros for paired state); ``backend`` overrides the
         model's."""
-        from ..passes.streaming import make_step
-        from .stream import Stream, _explicit_program, pair_states
+        from .stream import Stream, stream_parts
 
-        if state is not None:
-            pairs = pair_states(self.graph) if state == "auto" else state
-            if isinstance(pairs, str):
-                raise InputError(
-                    f"state must be a mapping of input to output names or 'auto', got {pairs!r}"
-                )
-            if not pairs:
-                raise StreamingError(
-                    f"model '{self.graph.name}' has no input and output whose names and types "
-                    "pair them as state; name the pairs with state={input: output}"
-                )
-            program = _explicit_program(self.graph, pairs)
-            if sequence:
-                program.sequence = dict(sequence)
-            return Stream(
-                self, program, chunk=chunk, backend=backend, state_init=state_init, mode="explicit"
-            )
-        if self.graph.variables:
-            from .stream import _variables_program
-
-            return Stream(
-                self,
-                _variables_program(self.graph),
-                chunk=None,
-                backend=backend,
-                state_init=state_init,
-                mode="variables",
-            )
-        program = make_step(self.graph, sequence)
-        return Stream(self, program, chunk=chunk, backend=backend, state_init=state_init)
+        parts, mode = stream_parts(self, sequence, state)
+        if mode == "variables":
+            chunk = None  # one run a push, the state in the persistent tensors
+        return Stream(self, parts, mode=mode, chunk=chunk, backend=backend, state_init=state_init)
 
     def session(self) -> Session:
         """A new session with its own persistent state."""

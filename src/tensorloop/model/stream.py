@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from ..backends.base import Backend, Executable
 from ..errors import InputError, StreamingError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Value, clone_graph, copy_node
-from ..passes.streaming import State, StepProgram
+from ..passes.streaming import State, StepProgram, make_step
 from ..reference.runtime import RunState, coerce_value
 from ..tensor.types import UNKNOWN, TensorType
 from . import Model, Outputs, Session
@@ -85,6 +86,66 @@ def _variables_program(graph: Graph) -> StepProgram:
     return StepProgram(graph, Graph(f"{graph.name}.init"), states, {}, roles)  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class StepParts:
+    """What every stream of one model streamed one way shares: the step program, the model
+    that runs its step (the model itself where its graph is the step) and the one that makes
+    the first state, if the state is computed."""
+
+    program: StepProgram
+    step: Model
+    init: Model | None
+
+
+def stream_parts(
+    model: Model, sequence: Mapping[str, int] | None, state: Mapping[str, str] | str | None
+) -> tuple[StepParts, str]:
+    """The parts of ``model`` streamed this way, made on the first ask and kept on the model,
+    and the way: "loops" (``make_step``), "explicit" (state inputs paired with outputs) or
+    "variables" (state in persistent tensors)."""
+    if state is not None:
+        pairs = pair_states(model.graph) if state == "auto" else state
+        if isinstance(pairs, str):
+            raise InputError(
+                f"state must be a mapping of input to output names or 'auto', got {pairs!r}"
+            )
+        if not pairs:
+            raise StreamingError(
+                f"model '{model.graph.name}' has no input and output whose names and types "
+                "pair them as state; name the pairs with state={input: output}"
+            )
+        mode = "explicit"
+        key: Any = (mode, tuple(pairs.items()), tuple((sequence or {}).items()))
+    elif model.graph.variables:
+        mode, key = "variables", ("variables",)
+    else:
+        mode, key = "loops", ("loops", None if sequence is None else tuple(sequence.items()))
+    with model._stream_lock:
+        found: StepParts | None = model._stream_parts.get(key)
+    if found is not None:
+        return found, mode
+    if mode == "explicit":
+        program = _explicit_program(model.graph, pairs)  # type: ignore[arg-type]
+        program.sequence = dict(sequence or {})
+    elif mode == "variables":
+        program = _variables_program(model.graph)
+    else:
+        program = make_step(model.graph, sequence)
+    step = (
+        model
+        if mode != "loops"
+        else Model(program.step, backend=model.backend, limits=model.limits)
+    )
+    init = (
+        Model(program.init, backend="reference", limits=model.limits)
+        if program.init.outputs
+        else None
+    )
+    with model._stream_lock:
+        made: StepParts = model._stream_parts.setdefault(key, StepParts(program, step, init))
+    return made, mode
+
+
 class Stream:
     """A model run over a sequence chunk by chunk, each call carrying the recurrent state on.
 
@@ -94,22 +155,24 @@ class Stream:
     it stands after the chunk. Joined on their time axes, the outputs of the chunks of a
     sequence are the outputs of one run over it. ``state`` reads and sets the carried state;
     ``reset()`` starts a new sequence. Streams of one model each hold their own state and may
-    run at once from many threads; one stream serialises its own pushes."""
+    run at once from many threads, sharing the step's plans; one stream serialises its own
+    pushes."""
 
     def __init__(
         self,
         model: Model,
-        program: StepProgram,
+        parts: StepParts,
         *,
+        mode: str,
         chunk: int | None,
         backend: str | Backend | None,
         state_init: Mapping[str, Any] | None = None,
-        mode: str = "loops",
     ) -> None:
         if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)):
             raise InputError(f"chunk must be a positive int, got {chunk!r}")
         if chunk is not None and chunk < 1:
             raise InputError(f"chunk must be at least 1 time step, got {chunk}")
+        program = parts.program
         self.model = model
         self.program = program
         self.chunk = chunk
@@ -117,12 +180,8 @@ class Stream:
         self.backend = backend
         self._lock = threading.Lock()
         self._state: dict[str, np.ndarray[Any, Any]] | None = None
-        self._session: Session | None = None
-        if mode == "variables":
-            self._session = model.session()
-            self._step = model
-        else:
-            self._step = Model(program.step, backend=model.backend, limits=model.limits)
+        self._session: Session | None = model.session() if mode == "variables" else None
+        self._step = parts.step
         self._executable: Executable | None = None
         self._where = f"stream of model '{model.graph.name}': "
         names = self._step.output_names
@@ -135,11 +194,7 @@ class Stream:
         self._step_inputs = [
             v for v in self._step.graph.inputs if v.name not in {s.name for s in program.states}
         ]
-        self._init = (
-            Model(program.init, backend="reference", limits=model.limits)
-            if program.init.outputs
-            else None
-        )
+        self._init = parts.init
         self._state_init = dict(state_init or {})
         if self._state_init:
             self.state = self._state_init
