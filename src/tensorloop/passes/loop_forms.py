@@ -18,78 +18,13 @@ the canonical Loop has for them, each without changing what the loop computes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value
-from ..ir.loop import Loop, Sliced, Stacked
+from ..ir.loop import Loop, Sliced
 from ..tensor.types import TensorType, normalize_axis
-
-
-@dataclass
-class _Roles:
-    """A loop's roles as values, to rebuild it: each carried value as (initial, param, next,
-    final output or None if dropped), each sliced and invariant input with its parameter."""
-
-    trip: Value | None
-    condition: Value | None
-    carried: list[tuple[Value, Value, Value, Value | None]]
-    sliced: list[tuple[Value, Sliced, Value]]
-    invariants: list[tuple[Value, Value]]
-    continue_condition: Value
-    stacked: list[tuple[Value, Stacked, Value]]
-
-
-def _roles(loop: Loop) -> _Roles:
-    def given(v: Value | None) -> Value:
-        assert v is not None, "the verifier guarantees a loop's inputs"
-        return v
-
-    return _Roles(
-        loop.trip_count,
-        loop.condition,
-        [(given(c.initial), c.param, c.next, c.final) for c in loop.carried],
-        [(given(s.source), s.spec, s.param) for s in loop.sliced],
-        [(given(i.value), i.param) for i in loop.invariants],
-        loop.continue_condition,
-        [(s.result, s.spec, s.output) for s in loop.stacked],
-    )
-
-
-def _rebuild(graph: Graph, loop: Loop, roles: _Roles, dropped: dict[Value, Value]) -> Loop:
-    """``loop`` rebuilt with ``roles`` (its body's parameters and results set to them); a
-    carried output it no longer has is replaced by ``dropped[output]``."""
-    body = loop.body
-    body.inputs = [
-        loop.iteration,
-        *[c[1] for c in roles.carried],
-        *[s[2] for s in roles.sliced],
-        *[i[1] for i in roles.invariants],
-    ]
-    body.outputs = [roles.continue_condition, *[c[2] for c in roles.carried]]
-    body.outputs += [s[0] for s in roles.stacked]
-    old = loop.node
-    new = Loop.build(
-        Emitter(graph, anchor=old),
-        body,
-        max_trip_count=roles.trip,
-        initial_condition=roles.condition,
-        carried=[c[0] for c in roles.carried],
-        sliced=[(s[0], s[1]) for s in roles.sliced],
-        invariants=[i[0] for i in roles.invariants],
-        stacked=[s[1] for s in roles.stacked],
-        name=loop.name,
-    )
-    kept = [c[3] for c in roles.carried] + [s[2] for s in roles.stacked]
-    for before, after in zip(kept, new.outputs, strict=True):
-        assert before is not None
-        graph.replace(before, after)
-    for before, value in dropped.items():
-        graph.replace(before, value)
-    graph.erase(old)
-    return new
+from .loop_rewrite import loop_roles, rebuild_roles
 
 
 def _top_loops(graph: Graph) -> list[Loop]:
@@ -108,14 +43,14 @@ def pass_through_invariants(graph: Graph) -> bool:
     invariant; returns whether any loop changed."""
     changed = False
     for loop in _top_loops(graph):
-        roles = _roles(loop)
+        roles = loop_roles(loop)
         through = [c for c in roles.carried if _passed_on(c[1], c[2])]
         if not through:
             continue
         roles.carried = [c for c in roles.carried if c not in through]
         roles.invariants = [(c[0], c[1]) for c in through] + roles.invariants
         dropped = {c[3]: c[0] for c in through if c[3] is not None}
-        _rebuild(graph, loop, roles, dropped)
+        rebuild_roles(graph, loop, roles, dropped)
         changed = True
     return changed
 
@@ -177,7 +112,7 @@ def count_while_loops(graph: Graph) -> bool:
         for use in list(counter.uses):
             if use.node.op == "Gather" and use.port == 1:
                 use.node.set_input(1, loop.iteration)
-        roles = _roles(loop)
+        roles = loop_roles(loop)
         em = Emitter(graph, anchor=loop.node)
         fixed = _int_constant(bound)
         if fixed is not None:
@@ -189,7 +124,7 @@ def count_while_loops(graph: Graph) -> bool:
             roles.trip = em.op("Max", [trips, em.ints(1)])
         roles.condition = None
         roles.continue_condition = Emitter(loop.body).const(np.array(True))
-        _rebuild(graph, loop, roles, {})
+        rebuild_roles(graph, loop, roles, {})
         changed = True
     return changed
 
@@ -214,7 +149,7 @@ def slice_indexed_reads(graph: Graph) -> dict[Node, str]:
                 picks[inv.param] = axes.pop()
         if not picks:
             continue
-        roles = _roles(loop)
+        roles = loop_roles(loop)
         name = next(v.name for v, p in roles.invariants if p in picks)
         body = loop.body
         for value, param in [i for i in roles.invariants if i[1] in picks]:
@@ -232,7 +167,7 @@ def slice_indexed_reads(graph: Graph) -> dict[Node, str]:
                 body.erase(gather)
             roles.sliced.append((value, Sliced(axis), row))
         roles.invariants = [i for i in roles.invariants if i[1] not in picks]
-        new = _rebuild(graph, loop, roles, {})
+        new = rebuild_roles(graph, loop, roles, {})
         rewritten[new.node] = name
     return rewritten
 

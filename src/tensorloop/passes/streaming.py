@@ -41,6 +41,7 @@ from ..ir.opdef import infer_types
 from ..tensor.types import TensorType, normalize_axis
 from .dead_code import eliminate_dead_code
 from .loop_forms import count_while_loops, pass_through_invariants, slice_indexed_reads
+from .loop_rewrite import loop_roles, rebuild_roles
 from .sequences import lower_sequences
 from .time_axis import (
     READOUT,
@@ -260,7 +261,6 @@ def _stream_loop(
     """Make ``loop``'s carried values (and, where needed, its time step) state of ``step``."""
     where = f"loop '{loop.name}'" if loop.name else "a loop"
     node = loop.node
-    counts = loop.counts
     for index, c in enumerate(loop.carried):
         assert c.initial is not None
         initials.append(init_source.find(c.initial.name))
@@ -290,44 +290,27 @@ def _stream_loop(
     name = t0.name
     initials.append(np.array(0, np.int64))
     body = loop.body
+    roles = loop_roles(loop)
     param = Value(body.unique_name("time"), ITERATION_TYPE, graph=body)
-    body.inputs.insert(1 + counts.carried, param)
-    for use in list(loop.iteration.uses):
+    for use in list(loop.iteration.uses):  # the body reads the global step instead
         use.node.set_input(use.port, param)
-    if loop.iteration in body.outputs:
-        body.outputs = [param if o is loop.iteration else o for o in body.outputs]
+
+    def global_step(v: Value) -> Value:  # ... where a body result is the iteration number
+        return param if v is loop.iteration else v
+
+    roles.carried = [(i, p, global_step(n), f) for i, p, n, f in roles.carried]
+    roles.stacked = [(global_step(r), spec, out) for r, spec, out in roles.stacked]
     one = body.add_node("Constant", [], {"value": np.array(1, np.int64)}).output
-    following = body.add_node("Add", [param, one]).output
-    body.outputs.insert(1 + counts.carried, following)
-    em = Emitter(step, anchor=node)
+    roles.carried.append((t0, param, body.add_node("Add", [param, one]).output, None))
     if trip is not None:
+        em = Emitter(step, anchor=node)
         dtype = trip.tensor_type.dtype
         done = t0 if dtype == ITERATION_TYPE.dtype else em.op("Cast", [t0], {"to": dtype})
         left = em.op("Sub", [trip, done])
-        trip = em.op("Max", [left, em.const(np.array(0, dtype.numpy))])
-    parts = counts.split_inputs(node.inputs)
-    new = Loop.build(
-        em,
-        body,
-        max_trip_count=trip,
-        initial_condition=parts.initial_condition,
-        carried=[*[v for v in parts.carried if v is not None], t0],
-        sliced=[
-            (s, spec)
-            for s, spec in zip(parts.sources, node.attrs["sliced"], strict=True)
-            if s is not None
-        ],
-        invariants=[v for v in parts.invariants if v is not None],
-        stacked=list(node.attrs["stacked"]),
-        name=loop.name,
-    )
-    old = list(node.outputs)
-    fresh = new.outputs[: counts.carried] + new.outputs[counts.carried + 1 :]
-    for before, after in zip(old, fresh, strict=True):
-        step.replace(before, after)
-    step.erase(node)
+        roles.trip = em.op("Max", [left, em.const(np.array(0, dtype.numpy))])
+    new = rebuild_roles(step, loop, roles, {})
     time_next = step.add_node(
-        "Identity", [new.outputs[counts.carried]], output_names=[f"{name}.next"]
+        "Identity", [new.outputs[len(roles.carried) - 1]], output_names=[f"{name}.next"]
     ).output
     step.outputs.append(time_next)
     states.append(State(name, time_next.name, ITERATION_TYPE, f"time step of {where}"))
