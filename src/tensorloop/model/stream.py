@@ -191,9 +191,6 @@ class Stream:
             else [(st.name, names.index(st.next)) for st in program.states]
         )
         self._kept = [(n, names.index(n)) for n in names if n in program.outputs]
-        self._step_inputs = [
-            v for v in self._step.graph.inputs if v.name not in {s.name for s in program.states}
-        ]
         self._init = parts.init
         self._state_init = dict(state_init or {})
         if self._state_init:
@@ -432,30 +429,20 @@ class Stream:
             self._state = self._initial(args)
         # The step runs on its executable directly: the state the stream made needs no second
         # look, and a push pays for little more than the plan's own run.
-        values = []
-        for v in self._step.graph.inputs:  # the user's inputs checked, the stream's own state not
-            given = self._state.get(v.name)
-            if given is None:
-                given = args[v.name]
-                t = v.type
-                fast = (
-                    type(given) is np.ndarray
-                    and isinstance(t, TensorType)
-                    and given.dtype == t.dtype.numpy
-                    and t.accepts(given)
-                )
-                if not fast:
-                    given = coerce_value(v.name, t, given, self._where)
-            values.append(given)
+        state = self._state
+        values = [  # the user's inputs checked, the stream's own state not
+            state[v.name]
+            if v.name in state
+            else coerce_value(v.name, v.type, args[v.name], self._where)
+            for v in self._step.graph.inputs
+        ]
         limits = self.model.limits
-        state = RunState(
-            max_iterations=limits.max_iterations, limits=limits, timeout=limits.timeout
-        )
+        run = RunState(max_iterations=limits.max_iterations, limits=limits, timeout=limits.timeout)
         if self._executable is None:
             self._executable = self._step.prepared(self.backend)
-        results = self._executable.run(values, state)
+        results = self._executable.run(values, run)
         self._state = {name: np.asarray(results[k]) for name, k in self._next}
-        return Outputs({name: results[k] for name, k in self._kept}, {}, state.handoffs)
+        return Outputs({name: results[k] for name, k in self._kept}, {}, run.handoffs)
 
     def _joined(self, results: list[Outputs]) -> Outputs:
         if len(results) == 1:
@@ -485,7 +472,10 @@ def _stateful_graph(program: StepProgram, first: Mapping[str, np.ndarray[Any, An
         }
         for node in program.init.nodes:
             copy = copy_node(node, mapping)
-            em.graph.insert_before(em.anchor, copy) if em.anchor else step.append(copy)
+            if em.anchor is None:
+                step.append(copy)
+            else:
+                step.insert_before(em.anchor, copy)
         init_values = {o.name: mapping[o] for o in program.init.outputs}
     states = {s.name: s for s in program.states}
     for name, s in states.items():
