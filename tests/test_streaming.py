@@ -553,3 +553,15 @@ def test_streams_of_one_model_share_the_step_and_its_plans() -> None:
     assert f.model.stream(chunk=2, sequence={"X": 0})._step is not one._step
     vad = _vad_like()
     assert vad.stream(state="auto")._step is vad  # explicit state: the model is the step
+
+
+def test_a_push_takes_an_input_by_any_of_its_names() -> None:
+    f = forms()[0]
+    model = tl.Model(f.model.graph.clone())
+    model.graph.input_aliases = {"frames": "x"}  # as an OpenVINO port with two names
+    inputs = f.inputs(np.random.default_rng(6), 5)
+    by_alias = model.stream(chunk=2).push({"frames": inputs["x"], "h0": inputs["h0"]})
+    by_name = model.stream(chunk=2).push(inputs)
+    np.testing.assert_array_equal(by_alias["ys"], by_name["ys"])
+    with pytest.raises(tl.InputError, match="given twice"):
+        model.stream(chunk=2).push({**inputs, "frames": inputs["x"]})

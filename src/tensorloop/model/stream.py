@@ -15,7 +15,7 @@ from ..errors import InputError, StreamingError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Value, clone_graph, copy_node
 from ..passes.streaming import State, StepProgram, make_step
-from ..reference.runtime import RunState, coerce_value
+from ..reference.runtime import RunState, by_input_name, coerce_value
 from ..tensor.types import UNKNOWN, TensorType
 from . import Model, Outputs, Session
 
@@ -327,7 +327,9 @@ class Stream:
                     f"expected {len(names)} inputs ({', '.join(names)}), got {len(inputs)}"
                 )
             inputs = dict(zip(names, inputs, strict=True))
-        unknown = sorted(set(inputs) - set(names) - set(self.model.graph.input_aliases))
+        elif self.model.graph.input_aliases:  # another name of an input's port (OpenVINO IR)
+            inputs = by_input_name(self.model.graph, inputs, self._where)
+        unknown = sorted(set(inputs) - set(names))
         if unknown:
             raise InputError(
                 f"no input named {', '.join(map(repr, unknown))}; the stream takes "

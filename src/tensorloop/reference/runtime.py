@@ -241,7 +241,7 @@ def coerce_inputs(
         else:
             return fast
     if isinstance(inputs, Mapping) and graph.input_aliases:
-        inputs = _by_input_name(graph, inputs, prefix)
+        inputs = by_input_name(graph, inputs, prefix)
     if isinstance(inputs, Mapping):
         unknown = sorted(set(inputs) - {p.name for p in params})
         if unknown:
@@ -260,7 +260,7 @@ def coerce_inputs(
     return [coerce_value(p.name, p.type, v, prefix) for p, v in zip(params, values, strict=True)]
 
 
-def _by_input_name(graph: Graph, inputs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+def by_input_name(graph: Graph, inputs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """``inputs`` keyed by input name, an alias (``Graph.input_aliases``) standing for its input;
     one input given under two of its names is an error."""
     names = {p.name for p in graph.inputs}
