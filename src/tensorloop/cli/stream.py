@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ..errors import TensorloopError
 from ..model import Model
+from ..model.stream import cut_chunks, join_outputs
 from ..tensor.dtypes import from_numpy
 from ..tensor.types import TensorType
 from ..tools.inputs import dims_text, input_specs_of, make_inputs, read_input
@@ -238,7 +239,12 @@ class Streamed:
                 f"{described(arrays, declared)}, its time axis one the model does not declare); "
                 "use --chunk 1"
             )
-        pieces, steps = cut(feeds, arrays, order, chunk, per_step)
+        pieces = cut_chunks(feeds, order, chunk, one_step=per_step)
+        first = next(iter(order), None)
+        steps: list[int | None] = [
+            None if first is None else 1 if per_step else np.shape(p[first])[order[first]]
+            for p in pieces
+        ]
 
         latencies: list[float] = []
         results = []
@@ -256,7 +262,7 @@ class Streamed:
                 n: ("sequence", axis) if role == "readout" else (role, ax)
                 for n, (role, ax) in roles.items()
             }
-        outputs = joined(model, results, roles, stacked=per_step)
+        outputs = join_outputs(results, roles, stacked=per_step)
         return cls(chunk, dict(order), per_step, steps, latencies, states, outputs, roles)
 
     @property
@@ -351,51 +357,6 @@ def described(arrays: Mapping[str, np.ndarray[Any, Any]], declared: Mapping[str,
     return ", ".join(parts)
 
 
-def cut(
-    feeds: Mapping[str, Any],
-    arrays: Mapping[str, np.ndarray[Any, Any]],
-    sequence: Mapping[str, int],
-    chunk: int,
-    per_step: bool,
-) -> tuple[list[dict[str, Any]], list[int | None]]:
-    """The feed of each push, and its time steps: the sequence inputs cut into ``chunk`` steps
-    along their time axes (the axis taken away where the model takes one step per push), the
-    other inputs whole in every push. No sequence input: one push of everything."""
-    if not sequence:
-        return [dict(feeds)], [None]
-    lengths = {}
-    for name, axis in sequence.items():
-        a = arrays[name]
-        if axis >= a.ndim:
-            fail(
-                f"sequence input '{name}' is given as {dims_text(a.shape)}, which has no axis "
-                f"{axis} to cut along"
-            )
-        lengths[name] = a.shape[axis]
-    if len(set(lengths.values())) > 1:
-        fail(
-            "the sequence inputs have different lengths: "
-            + ", ".join(f"'{n}' {k} steps" for n, k in lengths.items())
-        )
-    length = next(iter(lengths.values()))
-    if length == 0:
-        fail(f"the sequence inputs have no time step to stream ({', '.join(lengths)})")
-    pieces, steps = [], []
-    for start in range(0, length, chunk):
-        piece = dict(feeds)
-        for name, axis in sequence.items():
-            a = arrays[name]
-            if per_step:
-                piece[name] = np.take(a, start, axis=axis)
-            else:
-                index: list[slice] = [slice(None)] * a.ndim
-                index[axis] = slice(start, start + chunk)
-                piece[name] = a[tuple(index)]
-        pieces.append(piece)
-        steps.append(min(chunk, length - start))
-    return pieces, steps
-
-
 def state_facts(stream: Stream) -> list[dict[str, Any]]:
     """Each state the stream carries, with its value's dtype, shape and bytes now."""
     values = stream.state
@@ -422,34 +383,6 @@ def _dtype_name(array: np.ndarray[Any, Any]) -> str:
         return from_numpy(array).short
     except TensorloopError:
         return str(array.dtype.name)
-
-
-def joined(
-    model: Model,
-    results: Sequence[Mapping[str, Any]],
-    roles: Mapping[str, tuple[str, int | None]],
-    *,
-    stacked: bool,
-) -> dict[str, Any]:
-    """The outputs of the pushes as one run's: a sequence output's chunks joined along its time
-    axis (stacked along it, where each push was one time step), any other output as the last
-    push left it; in the model's order."""
-    last = results[-1]
-    names = [n for n in model.output_names if n in last] + [
-        n for n in last if n not in model.output_names
-    ]
-    out: dict[str, Any] = {}
-    for name in names:
-        role, axis = roles.get(name, ("readout", None))
-        if role != "sequence" or axis is None:
-            out[name] = last[name]
-            continue
-        parts = [np.asarray(r[name]) for r in results]
-        if stacked:
-            out[name] = np.stack(parts, axis=min(axis, parts[0].ndim))
-        else:
-            out[name] = np.concatenate(parts, axis=axis)
-    return out
 
 
 def save_npz(target: Path, outputs: Mapping[str, Any]) -> None:

@@ -390,39 +390,9 @@ class Stream:
 
     def _pieces(self, args: dict[str, Any]) -> list[dict[str, Any]]:
         seq = self.program.sequence
-        if not seq:
-            return [args]
         types = {v.name: v.type for v in self._step.graph.inputs}
-        arrays = {n: coerce_value(n, types[n], args[n], self._where) for n in seq}
-        args.update(arrays)
-        lengths = {}
-        for n, axis in seq.items():
-            a = arrays[n]
-            if a.ndim <= axis:
-                raise InputError(
-                    f"sequence input '{n}' has rank {a.ndim}, but its time axis is {axis}"
-                )
-            lengths[n] = a.shape[axis]
-        if len(set(lengths.values())) > 1:
-            described = ", ".join(f"'{n}' {k}" for n, k in lengths.items())
-            raise InputError(
-                f"the sequence inputs of one chunk have different lengths: {described}"
-            )
-        length = next(iter(lengths.values()))
-        if length == 0:
-            raise InputError("a chunk needs at least one time step; got 0")
-        step = length if self.chunk is None else self.chunk
-        if length <= step:
-            return [args]
-        pieces = []
-        for start in range(0, length, step):
-            piece = dict(args)
-            for n, axis in seq.items():
-                index = [slice(None)] * arrays[n].ndim
-                index[axis] = slice(start, start + step)
-                piece[n] = arrays[n][tuple(index)]
-            pieces.append(piece)
-        return pieces
+        args.update({n: coerce_value(n, types[n], args[n], self._where) for n in seq})
+        return cut_chunks(args, seq, self.chunk)
 
     def _run(self, args: dict[str, Any]) -> Outputs:
         if self._session is not None:
@@ -449,14 +419,78 @@ class Stream:
     def _joined(self, results: list[Outputs]) -> Outputs:
         if len(results) == 1:
             return results[0]
-        values: dict[str, Any] = {}
-        for name, (role, axis) in self.program.outputs.items():
-            if role == "sequence":
-                values[name] = np.concatenate([np.asarray(r[name]) for r in results], axis=axis)
+        values = join_outputs(results, self.program.outputs)
+        return Outputs(values, {}, [h for r in results for h in r.handoffs])
+
+
+def cut_chunks(
+    inputs: Mapping[str, Any],
+    sequence: Mapping[str, int],
+    chunk: int | None,
+    *,
+    one_step: bool = False,
+) -> list[dict[str, Any]]:
+    """``inputs`` cut into chunks of ``chunk`` time steps (all of them at once where None)
+    along each sequence input's time axis, the other inputs whole in every chunk; with
+    ``one_step``, one step a chunk with its time axis taken away. The sequence inputs must be
+    arrays of one length, at least 1: else an ``InputError``."""
+    if not sequence:
+        return [dict(inputs)]
+    lengths = {}
+    for name, axis in sequence.items():
+        shape = np.shape(inputs[name])
+        if axis >= len(shape):
+            raise InputError(
+                f"sequence input '{name}' is given with shape {list(shape)}, which has no axis "
+                f"{axis} to cut along"
+            )
+        lengths[name] = shape[axis]
+    if len(set(lengths.values())) > 1:
+        described = ", ".join(f"'{n}' {k} steps" for n, k in lengths.items())
+        raise InputError(f"the sequence inputs of one chunk have different lengths: {described}")
+    length = next(iter(lengths.values()))
+    if length == 0:
+        given = ", ".join(map(repr, lengths))
+        raise InputError(f"a chunk needs at least one time step; got 0 in {given}")
+    step = 1 if one_step else length if chunk is None else chunk
+    if step >= length and not one_step:
+        return [dict(inputs)]
+    pieces = []
+    for start in range(0, length, step):
+        piece = dict(inputs)
+        for name, axis in sequence.items():
+            a = np.asarray(inputs[name])
+            if one_step:
+                piece[name] = np.take(a, start, axis=axis)
             else:
-                values[name] = results[-1][name]
-        handoffs = [h for r in results for h in r.handoffs]
-        return Outputs(values, {}, handoffs)
+                index: list[slice] = [slice(None)] * a.ndim
+                index[axis] = slice(start, start + step)
+                piece[name] = a[tuple(index)]
+        pieces.append(piece)
+    return pieces
+
+
+def join_outputs(
+    results: Sequence[Mapping[str, Any]],
+    roles: Mapping[str, tuple[str, int | None]],
+    *,
+    stacked: bool = False,
+) -> dict[str, Any]:
+    """The outputs of chunks as one run's: each sequence output joined along its time axis
+    (stacked along it where each chunk was one step), any other output as the last chunk left
+    it."""
+    out: dict[str, Any] = {}
+    for name, last in results[-1].items():
+        role, axis = roles.get(name, ("readout", None))
+        if role != "sequence" or axis is None:
+            out[name] = last
+            continue
+        parts = [np.asarray(r[name]) for r in results]
+        if stacked:
+            out[name] = np.stack(parts, axis=min(axis, parts[0].ndim))
+        else:
+            out[name] = np.concatenate(parts, axis=axis)
+    return out
 
 
 def _stateful_graph(program: StepProgram, first: Mapping[str, np.ndarray[Any, Any]]) -> Graph:
