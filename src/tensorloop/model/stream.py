@@ -14,6 +14,7 @@ from ..backends.base import Backend, Executable
 from ..errors import InputError, StreamingError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Value, clone_graph, copy_node
+from ..ops.core import initialized_flag
 from ..passes.streaming import State, StepProgram, make_step
 from ..reference.runtime import RunState, by_input_name, coerce_value
 from ..tensor.types import UNKNOWN, TensorType
@@ -522,7 +523,7 @@ def _stateful_graph(program: StepProgram, first: Mapping[str, np.ndarray[Any, An
             "ReadVariable", [], {"variable": name, "type": TensorType(s.type.dtype, shaped.shape)}
         )
         if not constant_init:
-            flag = f"{name}/initialized"
+            flag = initialized_flag(name)
             step.add_variable(flag, np.array(False))
             ready = em.op("ReadVariable", [], {"variable": flag, "type": TensorType("bool", ())})
             read = em.op("Where", [ready, read, init_values[name]])
@@ -533,6 +534,6 @@ def _stateful_graph(program: StepProgram, first: Mapping[str, np.ndarray[Any, An
         nxt = step.find(s.next)
         tail.ops("Assign", [nxt], {"variable": name})
         if not constant_init:
-            tail.ops("Assign", [tail.const(np.array(True))], {"variable": f"{name}/initialized"})
+            tail.ops("Assign", [tail.const(np.array(True))], {"variable": initialized_flag(name)})
         step.outputs.remove(nxt)
     return step

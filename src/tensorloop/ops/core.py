@@ -10,6 +10,13 @@ from ..tensor.dtypes import DType
 from ..tensor.types import TensorType, Type, tensor_type_of
 
 
+def initialized_flag(variable: str) -> str:
+    """The name of the bool variable that says whether ``variable`` has been assigned since
+    the last reset: a first value computed from the inputs is read until then (OpenVINO's
+    ReadValue with an init input, a stream's stateful step)."""
+    return f"{variable}/initialized"
+
+
 @op("Constant", inputs=0, attrs={"value": AttrSpec(np.ndarray, doc="the data")})
 def _constant(ctx: InferContext) -> list[Type]:
     """A tensor fixed when the graph is built."""

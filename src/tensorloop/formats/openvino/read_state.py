@@ -6,6 +6,7 @@ import numpy as np
 
 from ...ir.emit import Emitter
 from ...ir.graph import Graph, Node, Value
+from ...ops.core import initialized_flag
 from ...tensor.types import TensorType
 from .convert import LayerContext, converter
 from .inputs import has_input, type_of
@@ -26,11 +27,6 @@ def _variable_id(ctx: LayerContext) -> str:
     if not name:
         raise ctx.error("attribute 'variable_id' is empty")
     return name
-
-
-def _flag_name(name: str) -> str:
-    """The bool variable telling whether ``name`` has been assigned since the last reset."""
-    return f"{name}/initialized"
 
 
 def _nodes_of(graph: Graph, op: str, variable: str) -> list[Node]:
@@ -95,7 +91,7 @@ def _read_value(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     value = _read(ctx, graph, name)
     if init is None or init_data is not None:
         return [value]
-    flag = _flag_name(name)
+    flag = initialized_flag(name)
     if flag in graph.variables:
         raise ctx.error(f"variable name '{flag}' is taken; tensorloop needs it for '{name}'")
     graph.add_variable(flag, np.array(False))
@@ -118,8 +114,8 @@ def _assign(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     elif not var.type.compatible(t):
         raise ctx.error(f"assigns {t} to variable '{name}', which holds {var.type}")
     ctx.em.ops("Assign", [x], {"variable": name})
-    if _flag_name(name) in graph.variables:
-        ctx.em.ops("Assign", [ctx.em.const(np.array(True))], {"variable": _flag_name(name)})
+    if initialized_flag(name) in graph.variables:
+        ctx.em.ops("Assign", [ctx.em.const(np.array(True))], {"variable": initialized_flag(name)})
     # Assign passes its input through its output port, where it has one (tensorloop's writer
     # gives it none, as nothing reads it); a new value keeps the input's name.
     return [ctx.em.op("Identity", [x])] if ctx.layer.outputs else []
