@@ -97,6 +97,11 @@ MAX_GUARDED_VARIANTS = 8
 control inputs take more values than this gets one unguarded plan for all further values."""
 
 
+class SignatureContradictionError(TensorloopError):
+    """An input signature breaks a declared static type (see ``_refine``); raised while
+    planning, never by a run."""
+
+
 class Guards:
     """Which plan a call gets: one per input signature and, for the graph's control inputs
     (``control_inputs``), per value, up to ``MAX_GUARDED_VARIANTS`` values per signature.
@@ -215,8 +220,10 @@ def largest_sized(nodes: Iterable[Node]) -> Sized | None:
 
 
 def _refine(node: Node) -> None:
-    if all(isinstance(o.type, TensorType) and o.type.is_static for o in node.outputs):
-        return
+    """Type ``node``'s outputs from its inputs' (now more static) types. A declared static type
+    that the inferred one contradicts is a claim these inputs break (a hand-typed text IR file
+    saying ``f32[7,3]`` where the input's ``N`` is 3): a SignatureContradictionError, so the backend
+    plans the graph as written and checks every value, as the reference does."""
     try:
         types = infer_types(node.op, node.inputs, node.attrs, node.name)
     except TensorloopError:
@@ -224,6 +231,17 @@ def _refine(node: Node) -> None:
     for out, t in zip(node.outputs, types, strict=True):
         if _more_static(t, out.type):
             out.type = t
+        elif (
+            isinstance(t, TensorType)
+            and isinstance(out.type, TensorType)
+            and t.is_static
+            and out.type.is_static
+            and t.static_shape != out.type.static_shape
+        ):
+            raise SignatureContradictionError(
+                f"{node.describe()} output %{out.name}: these inputs make it {t}, "
+                f"its type says {out.type}"
+            )
 
 
 def _retype(graph: Graph) -> None:

@@ -82,11 +82,12 @@ class CompiledPlan:
         trace: frozenset[str],
         observed: bool = False,
         folded: Sized | None = None,
+        checked: bool = False,
     ) -> None:
         # ``folded``: the largest output planning folded away of an op whose output size comes
         # from data; the run checks it against its limits, as the reference checks it when it
-        # allocates it.
-        self.source, namespace, self.handed_on = generate(graph, trace, observed, folded)
+        # allocates it. ``checked``: every node output is checked against its declared type.
+        self.source, namespace, self.handed_on = generate(graph, trace, observed, folded, checked)
         # The file name is for tracebacks only; a graph's name may hold any character (NUL too).
         name = graph.name.encode("unicode_escape").decode("ascii")
         code = compile(self.source, f"<tensorloop plan of graph '{name}'>", "exec")
@@ -124,19 +125,21 @@ class CompiledExecutable:
         plan = self._plans.get(key)
         if plan is None:
             folded: list[Sized] = []
+            checked = False
             try:
                 graph = specialize(
                     self.graph, args, fold=not as_written, constants=values, folded=folded
                 )
             except TensorloopError:
-                # The signature makes the graph invalid (a reshape the shapes cannot take, say):
-                # plan the graph as it is, and let the run report the fault as the reference does.
-                graph = self.graph
+                # The signature makes the graph invalid (a reshape the shapes cannot take, a
+                # declared type it contradicts): plan the graph as it is, every value checked
+                # against its type, and let the run report the fault as the reference does.
+                graph, checked = self.graph, True
             else:
                 graph = graph if as_written else optimize(graph)
             # A pass or the code generator failing is a bug: it propagates, never hidden.
             largest = max(folded, default=None, key=lambda sized: sized[0])
-            plan = CompiledPlan(graph, trace, observed, largest)
+            plan = CompiledPlan(graph, trace, observed, largest, checked)
             with self._lock:
                 if len(self._plans) >= MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))

@@ -23,6 +23,7 @@ from ...ir.opdef import get_opdef
 from ...limits import nbytes
 from ...passes.specialize import Sized
 from ...reference.allocation import predicted
+from ...reference.interpreter import conform
 from ...reference.kernels.control_flow import empty_stacked
 from ...reference.runtime import loop_label, loop_limit_error, timeout_error
 from ...tensor.types import TensorType
@@ -65,16 +66,24 @@ class Generator:
     iteration starts and each loop ends (a plan for unobserved runs has no such call)."""
 
     def __init__(
-        self, trace: frozenset[str], observed: bool = False, folded: Sized | None = None
+        self,
+        trace: frozenset[str],
+        observed: bool = False,
+        folded: Sized | None = None,
+        checked: bool = False,
     ) -> None:
         self.src = Source()
         self.trace = trace
         self.observed = observed
+        self.checked = checked
+        """Every node's outputs are checked against their declared types, as the reference
+        checks them (a plan for inputs that contradict a declared type: see ``specialize``)."""
         self.labelled = bool(trace) or observed
         """Loops keep ``state.loops`` (their labels) up to date."""
         self.globals: dict[str, Any] = {
             "np": np,
             "support": support,
+            "conform": conform,
             "loop_limit_error": loop_limit_error,
             "timeout_error": timeout_error,
             "_monotonic": time.monotonic,
@@ -116,7 +125,11 @@ class Generator:
 
     def record(self, value: Value, *, raw: bool = False) -> None:
         """Record ``value`` if traced: as an array, as the reference conforms each result;
-        ``raw`` as it is (a loop's iteration is an np.int64 there too)."""
+        ``raw`` as it is (a loop's iteration is an np.int64 there too). A checked plan checks
+        each node output against its type here."""
+        node = value.producer
+        if self.checked and node is not None and node.op != "Constant":
+            self.src.line(f"conform({self.bind(node, 'node')}, {value.index}, {self.names[value]})")
         if value.name in self.trace:
             expr = self.names[value] if raw else self.result(value)
             self.src.line(f"_record({value.name!r}, {expr})")
@@ -528,6 +541,17 @@ class Generator:
                     src.line(
                         f"{name} = support.stack_finish({b}, {i}, {spec.axis}, {spec.reverse})"
                     )
+            node_name = self.bind(node, "node")
+            for name, st in zip(outs, view.stacked, strict=True):
+                # Declared rows are a claim the trips may break (an early exit, a hand-typed
+                # file): checked as the reference checks every output.
+                declared = st.output.type
+                if not self.checked and isinstance(declared, TensorType) and declared.shape:
+                    axis = st.spec.axis % len(declared.shape)
+                    declared_rows = declared.shape[axis]
+                    if isinstance(declared_rows, int):
+                        with src.block(f"if {name}.shape[{axis}] != {declared_rows}:"):
+                            src.line(f"conform({node_name}, {st.output.index}, {name})")
         for out in node.outputs:
             self.record(out)
         return True
@@ -558,12 +582,16 @@ def _may_fail_on_data(node: Node) -> bool:
 
 
 def generate(
-    graph: Graph, trace: frozenset[str], observed: bool = False, folded: Sized | None = None
+    graph: Graph,
+    trace: frozenset[str],
+    observed: bool = False,
+    folded: Sized | None = None,
+    checked: bool = False,
 ) -> tuple[str, dict[str, Any], list[tuple[Node, str]]]:
     """The source of ``run(args, state)`` for ``graph``, the globals it reads (``observed``:
     calling the run's loop observer, see ``Generator``; ``folded``: an output planning folded
-    away that the run still checks), and the Loops and Ifs whose bodies the plan hands to the
-    reference interpreter, with why."""
-    gen = Generator(trace, observed, folded)
+    away that the run still checks; ``checked``: every node output checked against its type),
+    and the Loops and Ifs whose bodies the plan hands to the reference interpreter, with why."""
+    gen = Generator(trace, observed, folded, checked)
     text = gen.function(graph)
     return text, gen.globals, gen.handed_on

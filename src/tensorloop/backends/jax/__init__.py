@@ -313,10 +313,15 @@ class JaxPlan:
     """The largest static output of an op whose output size comes from data, checked against
     each run's limits before the plan runs."""
     handoffs: Handoffs = field(default_factory=Handoffs)
+    invalid: str = ""
+    """Why these inputs make the graph invalid (they contradict a declared type, say): then
+    every node runs on the compiled backend, which checks each value as the reference does."""
 
     def build(self) -> None:
         self.largest = largest_sized(node for _, node in self.graph.walk())
-        excluded: dict[Node, str] = {}
+        excluded: dict[Node, str] = dict.fromkeys(self.graph.nodes, self.invalid)
+        if not self.invalid:
+            excluded = {}
         if self.timed:
             why = (
                 "a run with a timeout: XLA cannot interrupt its while loop, the compiled "
@@ -488,13 +493,17 @@ class JaxExecutable:
             plan = self._plans.get(key)
             if plan is None:
                 folded: list[Sized] = []
+                invalid = ""
                 try:
                     graph = specialize(self.graph, args, constants=values, folded=folded)
-                except TensorloopError:  # the signature makes the graph invalid: as it is
-                    graph = self.graph
+                except TensorloopError as exc:
+                    # The signature makes the graph invalid: XLA cannot take the declared types,
+                    # so the compiled backend runs the graph as it is and reports the fault.
+                    graph, invalid = self.graph, f"the inputs contradict the graph ({exc})"
                 else:
                     graph = optimize(graph, PIPELINE)
                 plan = JaxPlan(graph, self.options, timed=timed, observed=observed)
+                plan.invalid = invalid
                 plan.build()
                 # what planning folded away is still checked against each run's limits
                 sized = [*folded, *([plan.largest] if plan.largest else [])]

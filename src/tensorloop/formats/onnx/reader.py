@@ -44,12 +44,30 @@ def read_model(model: onnx.ModelProto | str | os.PathLike[str]) -> tuple[onnx.Mo
         label, base = str(model), str(Path(model).resolve().parent)
         proto = parse_file(model)
     _check_versions(proto, label)
+    _check_text(proto, label)
     opsets: dict[str, int] = {}
     for imp in proto.opset_import:
         opsets["" if imp.domain == "ai.onnx" else imp.domain] = int(imp.version)
     if not proto.opset_import:
         opsets[""] = onnx.defs.onnx_opset_version()
     return proto, Source(label, base, opsets)
+
+
+def _check_text(message: Any, label: str, path: str = "") -> None:
+    """Every string field of ``message``, at any depth, is text: protobuf hands on a proto2
+    string that is not UTF-8 as ``bytes`` (a name, a domain, a doc string), which no reader
+    expects. A FormatError naming the file and the field's path instead."""
+    for field, value in message.ListFields():
+        # protobuf 5.28 on has is_repeated (7 dropped label); older ones have only label
+        repeated = getattr(field, "is_repeated", None)
+        if repeated is None:
+            repeated = field.label == field.LABEL_REPEATED
+        for k, item in enumerate(value if repeated else [value]):
+            at = f"{path}.{field.name}".lstrip(".") + (f"[{k}]" if repeated else "")
+            if field.type == field.TYPE_STRING and not isinstance(item, str):
+                raise FormatError(f"{label}: {at} is not UTF-8 text ({item[:40]!r})")
+            if field.type == field.TYPE_MESSAGE:
+                _check_text(item, label, at)
 
 
 def parse_file(path: str | os.PathLike[str]) -> onnx.ModelProto:
