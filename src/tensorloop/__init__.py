@@ -71,6 +71,7 @@ from .errors import (
     ExecutionError,
     FallbackWarning,
     FormatError,
+    GradientError,
     GraphError,
     InputError,
     LoopLimitError,
@@ -89,7 +90,7 @@ from .ir.branch import If
 from .ir.graph import Graph, Node, Value
 from .ir.loop import Loop, Sliced, Stacked
 from .limits import DEFAULT_MAX_ITERATIONS, Limits
-from .model import Model, Outputs, Session
+from .model import Model, Outputs, Session, grad
 from .model.stream import Stream
 from .reference.runtime import LoopObserver
 from .reference.trace import Trace, TraceEntry
@@ -104,6 +105,7 @@ __all__ = [
     "ExecutionError",
     "FallbackWarning",
     "FormatError",
+    "GradientError",
     "Graph",
     "GraphError",
     "Handoff",
@@ -154,6 +156,7 @@ __all__ = [
     "fori_loop",
     "full",
     "gather",
+    "grad",
     "gemm",
     "greater",
     "greater_equal",

@@ -33,6 +33,11 @@ class StreamingError(GraphError):
     sequence (or the state pairing that does not fit) and why."""
 
 
+class GradientError(GraphError):
+    """A gradient cannot be built as asked: the message names the op or value (an op without a
+    gradient rule, an integer value asked for its gradient, an unknown name)."""
+
+
 class ParseError(TensorloopError):
     """Text IR could not be parsed; the message names line and column."""
 

@@ -305,6 +305,27 @@ class Model:
             chunk = None  # one run a push, the state in the persistent tensors
         return Stream(self, parts, mode=mode, chunk=chunk, backend=backend, state_init=state_init)
 
+    def grad(
+        self,
+        of: str,
+        wrt: Sequence[str] | str,
+        *,
+        checkpoint: int | str | None = None,
+        per_loop: Mapping[str, int | str | None] | None = None,
+    ) -> Model:
+        """A model computing this one's outputs and the gradient of the sum of output ``of``
+        with respect to each of ``wrt`` (input, variable or other value names): output
+        ``<name>.grad``, shaped as the value. Loops differentiate as loops run in reverse over
+        what the forward stored: every carried value (``checkpoint=None``, the fastest), every
+        k-th (``checkpoint=k``) or about the square root of the trip count
+        (``checkpoint="sqrt"``), the rest recomputed; ``per_loop`` chooses by loop name. See
+        docs/gradients.md."""
+        from ..autodiff import grad_graph
+
+        names = [wrt] if isinstance(wrt, str) else list(wrt)
+        graph = grad_graph(self.graph, of, names, checkpoint=checkpoint, per_loop=per_loop)
+        return Model(graph, backend=self.backend, limits=self.limits)
+
     def session(self) -> Session:
         """A new session with its own persistent state."""
         return Session(self)
@@ -393,3 +414,15 @@ def _needed_nodes(src: Graph, roots: list[Value]) -> set[Node]:
         return [n for n in src.nodes if n.op == "Assign" and n.attrs["variable"] == name]
 
     return upstream(roots, assigns)
+
+
+def grad(
+    model: Model,
+    of: str,
+    wrt: Sequence[str] | str,
+    *,
+    checkpoint: int | str | None = None,
+    per_loop: Mapping[str, int | str | None] | None = None,
+) -> Model:
+    """``model.grad(of, wrt, ...)``: the model with gradients as outputs (see ``Model.grad``)."""
+    return model.grad(of, wrt, checkpoint=checkpoint, per_loop=per_loop)

@@ -119,11 +119,11 @@ def _rewrite(graph: Graph, loop: Loop) -> bool:
         if sliced is None or c.initial is None or sliced.source is None:
             continue
         source = static_type(sliced.source)
-        assert source is not None and source.shape is not None
+        if source is None or source.shape is None:
+            continue  # a source of dynamic shape (a slice of a static one can be static)
         axis = normalize_axis(sliced.spec.axis, len(source.shape), "Loop")
         length = source.shape[axis]
-        assert isinstance(length, int)
-        if not _runs_to_the_end(loop, length):
+        if not isinstance(length, int) or not _runs_to_the_end(loop, length):
             continue
         reverse = sliced.spec.reverse
         add = c.next.producer

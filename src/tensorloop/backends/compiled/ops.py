@@ -365,6 +365,8 @@ def _unsqueeze(
     normalized = {_axis(a, rank) for a in axes}
     if None in normalized or len(normalized) != len(axes):
         return None
+    if rank == 0:  # a scalar and no axes: the scalar itself (``v[]`` is no Python)
+        return [data.expr]
     items = ["None" if d in normalized else ":" for d in range(rank)]
     return [f"{data.expr}[{', '.join(items)}]"]
 
