@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tensorloop as tl
 from grad_check import check_model, numeric_grad
@@ -38,9 +39,10 @@ def with_loss(graph: Graph, max_iterations: int | None = None) -> tl.Model:
     return tl.Model(graph, max_iterations=max_iterations)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(loop_specs())
-def test_random_loops_match_finite_differences(spec: Any) -> None:
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(loop_specs(), st.sampled_from([None, 1, 2, 3, "sqrt"]))
+def test_random_loops_match_finite_differences(spec: Any, checkpoint: Any) -> None:
+    """Every loop form, every memory option (``checkpoint``: store all, every k-th, sqrt)."""
     model = with_loss(build(spec), 20 if spec.max_iterations is None else spec.max_iterations)
     inputs = make_inputs(spec)
     try:
@@ -50,7 +52,7 @@ def test_random_loops_match_finite_differences(spec: Any) -> None:
     wrt = [k for k, v in inputs.items() if np.asarray(v).dtype.kind == "f"]
     if not wrt:
         return
-    check_model(model, inputs, wrt, rtol=1e-6, atol=1e-8)
+    check_model(model, inputs, wrt, rtol=1e-6, atol=1e-8, checkpoint=checkpoint)
 
 
 def test_a_loop_past_its_limit_fails_in_the_gradient_too() -> None:
@@ -123,3 +125,36 @@ def test_numeric_grad_is_an_oracle() -> None:
     """The finite-difference oracle itself, on a function whose gradient is known."""
     got = numeric_grad(lambda f: float(np.sum(f["x"] ** 3)), {"x": np.array([1.0, -2.0])}, "x")
     np.testing.assert_allclose(got, [3.0, 12.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("checkpoint", [1, 2, 3, 7, "sqrt"])
+def test_checkpointed_while_and_nested_loops(checkpoint: Any) -> None:
+    """A while loop whose trips come from data, and a loop nested in a scan, checkpointed
+    (the segment loops of the outer loop hold the inner one)."""
+    tl.reset()
+    model = _while_model()
+    inputs = {"x": np.array([0.3, 0.2, 0.4]), "w": np.array([0.5, -0.2, 0.1]), "limit": 40.0}
+    check_model(model, inputs, ["x", "w"], rtol=1e-6, atol=1e-8, checkpoint=checkpoint)
+    tl.reset()
+    xs = tl.placeholder("float64", ("T", 2), name="xs")
+    w = tl.placeholder("float64", (2, 2), name="w")
+
+    def step(h: Any, x: Any) -> Any:
+        h2 = tl.fori_loop(0, 2, lambda i, v: tl.tanh(v @ w), h + x)
+        return h2, h2 * x
+
+    h, ys = tl.scan(step, tl.constant(np.zeros(2)), xs, reverse=True)
+    nested = tl.Model({"loss": tl.reduce_sum(ys * ys, keepdims=False) + tl.reduce_sum(h)})
+    rng = np.random.default_rng(5)
+    feeds = {"xs": rng.standard_normal((7, 2)), "w": rng.standard_normal((2, 2)) * 0.5}
+    check_model(nested, feeds, ["xs", "w"], rtol=1e-6, atol=1e-8, checkpoint=checkpoint)
+
+
+def test_checkpoint_per_loop_and_a_bad_option() -> None:
+    tl.reset()
+    model = _while_model()
+    loop = next(n for n in model.graph.nodes if n.op == "Loop")
+    inputs = {"x": np.array([0.3, 0.2, 0.4]), "w": np.array([0.5, -0.2, 0.1]), "limit": 40.0}
+    check_model(model, inputs, ["x", "w"], per_loop={loop.name: 2})
+    with pytest.raises(tl.GradientError, match="checkpoint must be None, an int k or 'sqrt'"):
+        tl.grad(model, of="loss", wrt=["x"], checkpoint="binomial")

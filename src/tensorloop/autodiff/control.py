@@ -24,15 +24,18 @@ from ..ir.branch import If
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, clone_graph
 from ..ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
+from .checkpoint import checkpointed
 from .core import Builder, Options, backprop, copy_into, differentiable, vjp, zero_or
 
 
 @dataclass(frozen=True)
 class Stored:
     """What a prepared Loop stacks for its backward: its own stacked outputs come first
-    (``user`` of them), then the iteration numbers, then one per carried value."""
+    (``user`` of them), then the iteration numbers, then, unless ``checkpoint`` is set, one per
+    carried value (a checkpointed loop keeps them every k-th trip instead: checkpoint.py)."""
 
     user: int
+    checkpoint: int | str | None = None
 
 
 def prepare(graph: Graph, node: Node, options: Options) -> Node:
@@ -41,16 +44,23 @@ def prepare(graph: Graph, node: Node, options: Options) -> Node:
         return node
     view = Loop(node)
     body = clone_graph(view.body)
-    n = view.counts.carried
-    body.outputs = [*body.outputs, *body.inputs[: 1 + n]]
+    checkpoint = None if node in options.store_all else options.for_loop(node.name)
+    if checkpoint is not None and checkpoint != "sqrt" and not isinstance(checkpoint, int):
+        raise GradientError(
+            f"{node.describe()}: checkpoint must be None, an int k or 'sqrt', got {checkpoint!r}"
+        )
+    kept = 1 if checkpoint is not None else 1 + view.counts.carried
+    body.outputs = [*body.outputs, *body.inputs[:kept]]
     attrs = dict(node.attrs)
     attrs["body"] = body
-    attrs["stacked"] = (*attrs["stacked"], *[Stacked()] * (1 + n))
+    attrs["stacked"] = (*attrs["stacked"], *[Stacked()] * kept)
     new = graph.add_node("Loop", list(node.inputs), attrs, name=node.name, before=node)
     for old, value in zip(node.outputs, new.outputs, strict=False):
         graph.replace(old, value)
     graph.erase(node)
-    options.stored[new] = Stored(len(view.stacked))
+    options.stored[new] = Stored(len(view.stacked), checkpoint)
+    if node in options.store_all:
+        options.store_all.add(new)
     return new
 
 
@@ -103,6 +113,9 @@ def _loop(b: Builder, node: Node, cts: list[Value | None]) -> list[Value | None]
     stored = b.options.stored.get(node)
     if stored is None:  # pragma: no cover - backprop prepares every Loop it differentiates
         raise GradientError(f"{node.describe()}: the loop was not prepared for its gradient")
+    if stored.checkpoint is not None:
+        trips = _trips(b, Loop(node).counts.split_outputs(node.outputs)[1][stored.user])
+        return checkpointed(b, node, cts, trips, stored.checkpoint)
     view = Loop(node)
     n = view.counts.carried
     body = view.body

@@ -72,6 +72,9 @@ class Options:
     per_loop: Mapping[str, int | str | None] = field(default_factory=dict)
     stored: dict[Node, Any] = field(default_factory=dict)
     """The Loops rebuilt to store what their backward reads (``control.prepare``), and how."""
+    store_all: set[Node] = field(default_factory=set)
+    """Loops that store every carried value whatever ``checkpoint`` says: the segment loops a
+    checkpointed gradient recomputes."""
 
     def for_loop(self, name: str) -> int | str | None:
         return self.per_loop.get(name, self.checkpoint) if name else self.checkpoint
@@ -155,7 +158,7 @@ class Builder:
         elif static_axes:
             out = self.op("ReduceSum", [ct, self.ints(static_axes)], keepdims=1)
         if out.type != x.type:
-            out = self.op("Reshape", [out, self.op("Shape", [x])])
+            out = self.op("Reshape", [out, self.op("Shape", [x])], allowzero=1)
         return out
 
     def _sum_to_at_run_time(self, ct: Value, x: Value, lead: int) -> Value:
@@ -207,8 +210,18 @@ def backprop(
     from . import control
 
     active = active_nodes(graph, wanted, seeds)
-    # Loops and Ifs first record what their backward pass reads: the forward is rebuilt so.
-    active = [control.prepare(graph, node, options) for node in active]
+    # Loops first record what their backward pass reads: the forward is rebuilt so, and the
+    # seeds and wanted values it produced are its rebuilt outputs.
+    rebuilt: dict[Value, Value] = {}
+    prepared = []
+    for node in active:
+        new = control.prepare(graph, node, options)
+        if new is not node:
+            rebuilt.update(zip(node.outputs, new.outputs, strict=False))
+        prepared.append(new)
+    active = prepared
+    seeds = {rebuilt.get(v, v): ct for v, ct in seeds.items()}
+    wanted = [rebuilt.get(v, v) for v in wanted]
     builder = Builder(graph, options)
     cts: dict[Value, Value] = dict(seeds)
     for node in reversed(active):
