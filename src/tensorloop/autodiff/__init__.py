@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import GradientError
 from ..ir.graph import Graph, Value
+from ..passes import lower_sequences
+from ..tensor.types import TensorType
 from . import control, rules_math, rules_nn, rules_shape  # noqa: F401  (register the rules)
 from .core import RULES, ZERO_GRADIENT, Builder, Options, backprop, differentiable
 
@@ -35,6 +37,13 @@ def _target(graph: Graph, name: str) -> list[Value]:
         return reads
     for v in graph.values():
         if v.name == name:
+            if v.constant is not None and not v.uses and v not in graph.outputs:
+                raise GradientError(
+                    f"graph '{graph.name}': constant '{name}' is read by nothing (loading "
+                    "folded it into other constants, or copied it into a loop body): load "
+                    "the model with trainable=True to differentiate with respect to its "
+                    "initializers"
+                )
             return [v]
     for alias, real in graph.input_aliases.items():
         if alias == name:
@@ -57,6 +66,8 @@ def grad_graph(
     """A copy of ``graph`` whose outputs are its own, then the gradient of the sum of output
     ``of`` with respect to each of ``wrt`` (``<name>.grad``, of the value's shape and dtype)."""
     g = graph.clone()
+    if any(not isinstance(v.type, TensorType) for _, n in g.walk() for v in n.outputs):
+        g = lower_sequences(g).graph  # sequences a loop grows become its stacked outputs
     loss = next((v for v in g.outputs if v.name == of), None)
     if loss is None:
         raise GradientError(

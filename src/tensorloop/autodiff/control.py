@@ -24,6 +24,7 @@ from ..ir.branch import If
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, clone_graph
 from ..ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
+from ..tensor.types import TensorType
 from .checkpoint import checkpointed
 from .core import Builder, Options, backprop, copy_into, differentiable, vjp, zero_or
 
@@ -43,6 +44,14 @@ def prepare(graph: Graph, node: Node, options: Options) -> Node:
     if node.op != "Loop" or node in options.stored:
         return node
     view = Loop(node)
+    for c in view.carried:
+        if _changes_shape(c.initial, c.next):
+            raise GradientError(
+                f"{node.describe()}: carried value %{c.param.name} changes shape from one "
+                f"iteration to the next ({_type_of(c.initial)} at first, then "
+                f"{_type_of(c.next)}); its gradient needs every iteration's value, which "
+                "cannot be stacked"
+            )
     body = clone_graph(view.body)
     checkpoint = None if node in options.store_all else options.for_loop(node.name)
     if checkpoint is not None and checkpoint != "sqrt" and not isinstance(checkpoint, int):
@@ -62,6 +71,26 @@ def prepare(graph: Graph, node: Node, options: Options) -> Node:
     if node in options.store_all:
         options.store_all.add(new)
     return new
+
+
+def _type_of(value: Value | None) -> str:
+    return "none" if value is None else str(value.type)
+
+
+def _changes_shape(initial: Value | None, next_: Value) -> bool:
+    """Whether a carried value's types say its shape changes: a rank, or a known dim, that
+    differs between its initial value and the body's next value."""
+    a = None if initial is None else initial.type
+    b = next_.type
+    if not isinstance(a, TensorType) or not isinstance(b, TensorType):
+        return False
+    if a.shape is None or b.shape is None:
+        return False
+    if len(a.shape) != len(b.shape):
+        return True
+    return any(
+        isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a.shape, b.shape, strict=True)
+    )
 
 
 def _trips(b: Builder, iterations: Value) -> Value:

@@ -182,19 +182,34 @@ class Builder:
 
 
 def active_nodes(graph: Graph, wanted: Iterable[Value], seeds: Iterable[Value]) -> list[Node]:
-    """The nodes of ``graph`` on a path from a ``wanted`` value to a ``seeds`` value, in order."""
+    """The nodes of ``graph`` on a path from a ``wanted`` value to a ``seeds`` value, in order.
+    A path through a sequence or optional value is refused (a GradientError naming the node):
+    its gradient would be silently lost, where an integer result's is truly zero."""
     reached = {v for v in wanted if differentiable(v)}
     forward = []
+    opaque = {}
     for node in graph.nodes:
         if any(v in reached for v in node.inputs if v is not None):
             forward.append(node)
             reached.update(o for o in node.outputs if differentiable(o))
+            for o in node.outputs:
+                if not isinstance(o.type, TensorType):
+                    reached.add(o)
+                    opaque[o] = node
     needed = set(seeds)
     active = []
     for node in reversed(forward):
         if any(o in needed for o in node.outputs):
             active.append(node)
             needed.update(v for v in node.inputs if v is not None)
+    for value, node in opaque.items():
+        if value in needed:
+            raise GradientError(
+                f"{node.describe()}: the gradient would flow through %{value.name}, a "
+                f"{value.type}; gradients through sequences and optionals are not supported "
+                "(a loop that appends to a sequence each step is differentiated once "
+                "lower_sequences turns it into a stacked output)"
+            )
     active.reverse()
     return active
 

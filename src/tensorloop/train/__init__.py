@@ -4,7 +4,7 @@ training step as one stateful model (``train_step``)."""
 from __future__ import annotations
 
 from .optim import COUNT, Optimizer, Rule, adam, adamw, apply_updates, sgd, slot_name
-from .step import TrainStep, train_step, weights_as_variables
+from .step import TrainStep, train_step, weights_as_variables, with_weights
 
 __all__ = [
     "COUNT",
@@ -18,4 +18,5 @@ __all__ = [
     "slot_name",
     "train_step",
     "weights_as_variables",
+    "with_weights",
 ]

@@ -198,21 +198,28 @@ class TrainStep:
     def trained_model(self) -> Model:
         """The given model with the current weights as Constants under their names (a weight
         that was a variable is one no more), ready for ``tl.save``."""
-        graph = self.source.graph.clone()
-        for name in self.names:
-            data = _frozen(self.session.state[name])
-            if name not in graph.variables:
-                node = _weight(graph, name)
-                node.attrs["value"] = data
-                continue
-            del graph.variables[name]
-            reads = [n for n in graph.nodes if n.op == "ReadVariable"]
-            for read in [n for n in reads if n.attrs["variable"] == name]:
-                const = Node("Constant", [], [read.output.type], {"value": data})
-                graph.insert_before(read, const)
-                graph.replace(read.output, const.output)
-                graph.erase(read)
-        return Model(graph, backend=self.source.backend, limits=self.source.limits)
+        return with_weights(self.source, self.params())
+
+
+def with_weights(model: Model, values: Mapping[str, Any]) -> Model:
+    """A copy of ``model`` whose weights ``values`` (by name: its variables, read where they
+    were, or its top-level float constants) are constants holding those values, and no
+    variables any more: what ``tl.save`` writes for onnxruntime and OpenVINO."""
+    graph = model.graph.clone()
+    for name, value in values.items():
+        data = _frozen(value)
+        if name not in graph.variables:
+            node = _weight(graph, name)
+            node.attrs["value"] = data
+            continue
+        del graph.variables[name]
+        reads = [n for n in graph.nodes if n.op == "ReadVariable"]
+        for read in [n for n in reads if n.attrs["variable"] == name]:
+            const = Node("Constant", [], [read.output.type], {"value": data})
+            graph.insert_before(read, const)
+            graph.replace(read.output, const.output)
+            graph.erase(read)
+    return Model(graph, backend=model.backend, limits=model.limits)
 
 
 def train_step(

@@ -11,9 +11,15 @@ from ...model import Model
 from .reader import read_graph, read_model
 
 
-def load_onnx(model: onnx.ModelProto | str | os.PathLike[str], **options: Any) -> Model:
-    """Convert an ONNX model (a path or a ModelProto) into a tensorloop Model."""
+def load_onnx(
+    model: onnx.ModelProto | str | os.PathLike[str], *, trainable: bool = False, **options: Any
+) -> Model:
+    """Convert an ONNX model (a path or a ModelProto) into a tensorloop Model. ``trainable``:
+    its float initializers become trainable persistent variables under their names (for
+    ``tl.grad`` with respect to them and for ``train.train_step``), where by default they are
+    constants that loading may fold into others (a GRU's weights sliced per gate)."""
     proto, source = read_model(model)
+    source.trainable = trainable
     return Model(read_graph(proto, source), **options)
 
 

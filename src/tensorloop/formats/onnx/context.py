@@ -25,6 +25,10 @@ class Source:
     base_dir: str | None
     opsets: dict[str, int]
     external_cache: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    trainable: bool = False
+    """The main graph's float initializers become trainable variables (``tl.load(...,
+    trainable=True)``): read at run time, so nothing folds them into other constants or copies
+    them into loop bodies, and gradients and training see them by their names."""
 
 
 class ConversionScope(Protocol):

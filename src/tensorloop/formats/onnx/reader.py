@@ -220,7 +220,11 @@ class Scope:
 
     def convert_body(self, g: onnx.GraphProto) -> None:
         for t in g.initializer:
-            self.bind(t.name, self._constant(t.name, self._tensor(t, f"initializer '{t.name}'")))
+            data = self._tensor(t, f"initializer '{t.name}'")
+            if self.parent is None and self.source.trainable and data.dtype.kind == "f":
+                self.bind(t.name, self._variable(t.name, data))
+                continue
+            self.bind(t.name, self._constant(t.name, data))
         for sp in g.sparse_initializer:
             where = f"{self.source.label}: sparse initializer '{sp.values.name}'"
             data = attribute_value(onnx.helper.make_attribute("v", sp), where)
@@ -248,6 +252,12 @@ class Scope:
 
     def _constant(self, name: str, data: np.ndarray[Any, Any]) -> Value:
         return self.em.op("Constant", [], {"value": data}, output_name=name)
+
+    def _variable(self, name: str, data: np.ndarray[Any, Any]) -> Value:
+        """A trainable variable holding ``data``, read under the initializer's name."""
+        var = self.graph.add_variable(name, data, trainable=True)
+        attrs = {"variable": name, "type": var.type}
+        return self.em.op("ReadVariable", [], attrs, output_name=name)
 
     def convert_node(self, node: onnx.NodeProto, index: int) -> None:
         where = self.where(node, index)
