@@ -88,9 +88,8 @@ def _changes_shape(initial: Value | None, next_: Value) -> bool:
         return False
     if len(a.shape) != len(b.shape):
         return True
-    return any(
-        isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a.shape, b.shape, strict=True)
-    )
+    pairs = zip(a.shape, b.shape, strict=True)
+    return any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in pairs)
 
 
 def _trips(b: Builder, iterations: Value) -> Value:
