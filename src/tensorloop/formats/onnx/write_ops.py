@@ -9,10 +9,10 @@ import onnx
 from onnx import helper
 
 from ...errors import FormatError
-from ...ir.graph import Graph, Node
+from ...ir.graph import Graph, Node, Value
 from ...ir.opdef import get_opdef
 from ...tensor.dtypes import DType
-from ...tensor.types import Type
+from ...tensor.types import TensorType, Type
 from .write_scope import (
     Array,
     File,
@@ -104,8 +104,51 @@ def generic(scope: Scope, node: Node, written: int | None = None) -> None:
         outs.append(
             "" if unread and formal is not None and formal.option == _OPTIONAL else file.names[v]
         )
-    ins = [file.ref(v) for v in node.inputs]
+    ins = _int64_indices(scope, node, schema, [file.ref(v) for v in node.inputs])
     scope.node(node.op, _trim(ins), _trim(outs), attrs, domain=schema.domain, name=node.name)
+
+
+def _int64_indices(
+    scope: Scope, node: Node, schema: onnx.defs.OpSchema, ins: list[str]
+) -> list[str]:
+    """``ins``, with the integer inputs ONNX takes in int64 only written in int64.
+
+    Core ops take indices, shapes and axes in any integer type where ONNX wants int64 for some
+    (ScatterND's and GatherND's indices, which the gradient of Gather writes with the indices
+    it gathered by; Reshape's shape, ...), or one type for several inputs (Slice's starts and
+    ends). The inputs of one ONNX type that no output shares, where the op does not take them
+    as they are but takes int64, become int64: a constant written again, anything else cast."""
+    if not schema.inputs:
+        return ins
+    allowed = {tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints}
+    bound = {o.type_str for o in schema.outputs}
+    groups: dict[str, list[tuple[int, Value, DType]]] = {}
+    for j, v in enumerate(node.inputs):
+        t = None if v is None else v.type
+        if v is not None and isinstance(t, TensorType) and t.dtype.is_int:
+            formal = schema.inputs[min(j, len(schema.inputs) - 1)]
+            groups.setdefault(formal.type_str, []).append((j, v, t.dtype))
+    for type_str, members in groups.items():
+        takes = allowed.get(type_str, {type_str})
+        if type_str in bound or "tensor(int64)" not in takes:
+            continue
+        dtypes = {dt for _, _, dt in members}
+        if len(dtypes) == 1 and _type_str(dtypes.pop()) in takes:
+            continue
+        for j, v, dt in members:
+            if dt == DType.int64:
+                continue
+            data = v.constant
+            if data is not None:
+                ins[j] = scope.const(data.astype(np.int64))
+            else:
+                ins[j] = scope.op("Cast", [ins[j]], to=onnx.TensorProto.INT64)
+    return ins
+
+
+def _type_str(dt: DType) -> str:
+    """``dt`` as an ONNX type string: tensor(int32), tensor(float), ..."""
+    return f"tensor({onnx.TensorProto.DataType.Name(elem_type(dt)).lower()})"
 
 
 def _trim(names: list[str]) -> list[str]:

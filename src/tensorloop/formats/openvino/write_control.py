@@ -9,7 +9,7 @@ from ...ir.graph import Graph, Value
 from ...ir.loop import Loop
 from ...tensor.dtypes import DType
 from ...tensor.types import TensorType
-from .document import Branch, Layer, PortMapEntry
+from .document import Array, Branch, Layer, PortMapEntry
 from .write_net import (
     Call,
     Emitter,
@@ -66,6 +66,8 @@ def _loop(net: NetBuilder, call: Call) -> list[Tensor]:
         sub.op("Squeeze", [prm, sub.ints([unit_axes[v]])], t) if v in unit_axes else prm
         for prm, t, v in zip(params, types, body.inputs, strict=True)
     ]
+    known = {inv.param: t.value for inv, t in zip(loop.invariants, invariants, strict=True)}
+    args = _constants_inside(sub, body.inputs, args, known)
     results = loop.counts.split_results(lower(sub, body, args))
     sub.scope = name
     cond_result = sub.result(results.continue_condition)
@@ -115,6 +117,23 @@ def _loop(net: NetBuilder, call: Call) -> list[Tensor]:
         if st.spec.reverse:
             stacks[j] = reverse(net, stacks[j], a)
     return [*finals, *stacks]
+
+
+def _constants_inside(
+    sub: NetBuilder, params: list[Value], args: list[Tensor], known: dict[Value, Array | None]
+) -> list[Tensor]:
+    """``args``, with each parameter whose outer value is a constant read as a Const of the
+    body's own (the parameter stays, unread): the body's layers then see the constant and fold
+    what they compute from it. The CPU plugin (2026.4) moves a constant into each body that
+    reads it and packs a constant's weights once for every MatMul over it, transposed or not:
+    the forward reads ``x @ w`` and the backward ``d @ w.T`` from one constant, and one of them
+    multiplies by the wrong matrix (docs/openvino.md). Written in the bodies, the weights reach
+    each MatMul as the bytes it multiplies by, untransposed."""
+    out = []
+    for v, arg in zip(params, args, strict=True):
+        value = known.get(v)
+        out.append(arg if value is None else sub.const(value))
+    return out
 
 
 def _own_buffer(sub: NetBuilder, y: Tensor) -> Tensor:
@@ -184,7 +203,9 @@ def _branch(net: NetBuilder, call: Call, graph: Graph, layer: Layer, tag: str) -
     follow, the outputs come after the inputs."""
     sub = NetBuilder(net.file, f"{layer.name}/{tag}_body")
     params = [sub.parameter(_param_type(call, v), v.name) for v in graph.inputs]
-    results = [sub.result(t) for t in lower(sub, graph, params)]
+    known = {v: _present(t).value for v, t in zip(graph.inputs, call.ins[1:], strict=True)}
+    args = _constants_inside(sub, graph.inputs, params, known)
+    results = [sub.result(t) for t in lower(sub, graph, args)]
     return Branch(
         sub.net,
         [_entry(1 + i, p.layer) for i, p in enumerate(params)],

@@ -14,13 +14,18 @@ def _gemm(net: NetBuilder, call: Call) -> list[Tensor]:
     dt = call.out.dtype
     # Integer Gemm with fractional factors scales in f64 and truncates back, as tensorloop does.
     work = dt if dt.is_float or (alpha.is_integer() and beta.is_integer()) else DType.float64
-    y = net.op(
-        "MatMul",
-        [call.arg(0), call.arg(1)],
-        call.out,
-        transpose_a=bool(call.attrs["transA"]),
-        transpose_b=bool(call.attrs["transB"]),
-    )
+    # A constant operand is written transposed rather than read with transpose_a/_b: the CPU
+    # plugin (2026.4) packs a constant's weights once for every MatMul over it, whether that
+    # MatMul transposes it or not (docs/openvino.md).
+    operands, flags = [], []
+    for t, flag in ((call.arg(0), call.attrs["transA"]), (call.arg(1), call.attrs["transB"])):
+        if flag and t.value is not None and t.value.ndim == 2:
+            operands.append(net.const(t.value.T))
+            flags.append(False)
+        else:
+            operands.append(t)
+            flags.append(bool(flag))
+    y = net.op("MatMul", operands, call.out, transpose_a=flags[0], transpose_b=flags[1])
     y = convert(net, y, work)
     if alpha != 1:
         y = net.op("Multiply", [y, net.const(alpha, work)], y.type, auto_broadcast="numpy")

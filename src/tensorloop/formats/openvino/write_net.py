@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ...errors import FormatError
+from ...errors import FormatError, TensorloopError
 from ...ir.graph import Graph, Node, Value
 from ...ir.opdef import get_opdef
 from ...ops.shape import INT64_MIN
+from ...passes.dead_code import has_side_effects
+from ...passes.fold_constants import MAX_FOLDED_ELEMENTS, NOT_FOLDABLE
+from ...reference import evaluate
 from ...tensor.dtypes import DType
 from ...tensor.types import UNKNOWN, Dim, TensorType, normalize_axis, tensor_type_of
 from .document import Array, Edge, Layer, Net, Port
@@ -61,6 +65,11 @@ class File:
         self._names: set[str] = set()
         self.read_values: dict[str, Tensor] = {}
         self.assigned: set[str] = set()
+        written = {n.attrs["variable"] for _, n in root.walk() if n.op == "Assign"}
+        self.read_only = set(root.variables) - written
+        """Variables the model reads and never assigns: written as constants."""
+        self.constants: dict[tuple[int, str], Tensor] = {}
+        """The Const of each read-only variable, by net (``id``) and name."""
 
     def unique(self, hint: str) -> str:
         name, n = hint, 0
@@ -371,8 +380,51 @@ def lower(net: NetBuilder, graph: Graph, args: Sequence[Tensor]) -> list[Tensor]
         # Every value in env was checked to be a tensor where it was made.
         ins = [None if v is None else env[v] for v in node.inputs]
         outs = [_tensor_type(node, v, f"output #{j}") for j, v in enumerate(node.outputs)]
+        folded = _folded(node, ins)
+        if folded is not None:
+            net.scope = node.name or (node.outputs[0].name if node.outputs else node.op)
+            env.update(zip(node.outputs, [net.const(data) for data in folded], strict=True))
+            continue
         attrs = get_opdef(node.op).resolve_attrs(node.attrs, node.describe())
         net.scope = node.name or (node.outputs[0].name if node.outputs else node.op)
         lowered = emitter(net, Call(node, ins, attrs, outs))
         env.update(zip(node.outputs, lowered, strict=True))
     return [env[v] for v in graph.outputs]
+
+
+def _folded(node: Node, ins: Sequence[Tensor | None]) -> list[Array] | None:
+    """The outputs of a node whose inputs are all constants here, as tensorloop's reference
+    kernels compute them (bit for bit what a run of the model gives), else None.
+
+    The IR then holds the constant, not the ops on it: a gradient model reads its weights
+    through Gather, Slice and Transpose (the forward's ``x @ w``, the backward's ``d @ w.T``),
+    and OpenVINO's CPU plugin (2026.4), left to fold such chains itself, packs the weights of
+    one constant once for every MatMul over it, transposed or not, so one of those MatMuls
+    multiplies by the wrong matrix (docs/openvino.md). Only results no larger than the larger
+    of MAX_FOLDED_ELEMENTS and the constants read are folded: the IR never grows by much."""
+    if node.op in NOT_FOLDABLE or node.subgraphs or has_side_effects(node):
+        return None
+    present = [t for t in ins if t is not None]
+    if not present or any(t.value is None for t in present):
+        return None
+    read = sum(int(np.asarray(t.value).size) for t in present)
+    for v in node.outputs:
+        t = v.type
+        if not isinstance(t, TensorType) or t.shape is None:
+            return None
+        if not all(isinstance(d, int) for d in t.shape):
+            return None
+        if math.prod(int(d) for d in t.shape) > max(MAX_FOLDED_ELEMENTS, read):
+            return None
+    try:
+        with np.errstate(all="ignore"):
+            outs = evaluate(node, [None if t is None else t.value for t in ins])
+    except TensorloopError:
+        return None  # a failure is the run's to report, with the run's inputs
+    values = [np.asarray(o) for o in outs]
+    for v, data in zip(node.outputs, values, strict=True):
+        t = v.type
+        assert isinstance(t, TensorType)
+        if data.dtype != t.dtype.numpy or data.shape != tuple(t.shape or ()):
+            return None
+    return values

@@ -6,6 +6,7 @@ LogSoftmax."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -55,9 +56,53 @@ def _reduction(lower: Reduce, floats_only: bool = False, passes_through: bool = 
                 # The CPU plugin compiles empty axes only with keep_dims, which keeps the shape.
                 return [lower(net, call, x, net.const(np.zeros(0, np.int64)), True)]
             axes = all_axes(net, x)
+        elif axes.value is None:
+            noop = bool(call.attrs["noop_with_empty_axes"])
+            return [_axes_at_run_time(net, call, lower, x, axes, keep, noop)]
         return [lower(net, call, x, axes, keep)]
 
     return emit
+
+
+def _axes_at_run_time(
+    net: NetBuilder, call: Call, lower: Reduce, x: Tensor, axes: Tensor, keep: bool, noop: bool
+) -> Tensor:
+    """A reduction over axes known only at run time, which may be none: the gradient of a
+    broadcast whose dims are known only at run time sums over the axes it finds then
+    (``ReduceSum(..., noop_with_empty_axes=1)``), none where nothing was broadcast. The CPU
+    plugin (2026.4) fails on empty axes given at run time ("ptr is Null"), so ``x`` gets a unit
+    axis at the end and the reduction also runs over it, which changes nothing: the axes are
+    never empty. No axes mean every axis, unless noop_with_empty_axes."""
+    vector = TensorType(DType.int64, [UNKNOWN])
+    listed = net.op(
+        "Reshape", [convert(net, axes, DType.int64), net.ints([-1])], vector, special_zero=False
+    )
+    if not noop:  # none listed: 0..rank-1 (the first rank * (count == 0) of them)
+        every = all_axes(net, x)
+        count = shape_of(net, listed)
+        none = net.op("Equal", [count, net.ints([0])], count.type.with_dtype(_BOOL))
+        size = shape_of(net, every)
+        stop = net.op(
+            "Multiply",
+            [size, net.op("Convert", [none], count.type, destination_type=DType.int64)],
+            count.type,
+            auto_broadcast="numpy",
+        )
+        added = net.op("Slice", [every, net.ints([0]), stop, net.ints([1])], vector, "opset8")
+        listed = net.op("Concat", [listed, added], vector, axis=0)
+    # counted from the end, an axis is one further from it once x has its unit axis there
+    back = net.op("Less", [listed, net.ints(0)], vector.with_dtype(_BOOL), auto_broadcast="numpy")
+    moved = net.op("Subtract", [listed, net.ints(1)], vector, auto_broadcast="numpy")
+    shifted = net.op("Select", [back, moved, listed], vector, auto_broadcast="numpy")
+    every_axis = net.op("Concat", [shifted, net.ints([-1])], vector, axis=0)
+    unit = TensorType(x.type.dtype, None if x.type.shape is None else (*x.type.shape, 1))
+    extended = net.op("Unsqueeze", [x, net.ints([-1])], unit)
+    if not keep:
+        return lower(net, call, extended, every_axis, False)
+    out = call.out
+    kept = TensorType(out.dtype, None if out.shape is None else (*out.shape, 1))
+    reduced = lower(net, replace(call, outs=[kept, *call.outs[1:]]), extended, every_axis, True)
+    return net.op("Squeeze", [reduced, net.ints([-1])], out)
 
 
 def _layer_reduce(type_: str, version: str = "opset1") -> Reduce:

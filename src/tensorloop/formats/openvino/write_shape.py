@@ -38,6 +38,13 @@ def _squeeze(net: NetBuilder, call: Call) -> list[Tensor]:
 
 def _transpose(net: NetBuilder, call: Call) -> list[Tensor]:
     perm = call.attrs["perm"]
+    x = call.arg(0)
+    if x.value is not None:
+        # A constant is written transposed. Left to OpenVINO, a MatMul over Transpose(c) reads
+        # c with transpose_b, and the CPU plugin (2026.4) then packs c's weights once for every
+        # MatMul over c, transposed or not: one of them multiplies by the wrong matrix (the
+        # gradient of x @ c needs both). docs/openvino.md
+        return [net.const(np.transpose(x.value, None if perm is None else list(perm)))]
     # An empty order makes OpenVINO reverse the axes, ONNX's default, whatever the rank.
     order = net.ints([] if perm is None else list(perm))
     return [net.op("Transpose", [call.arg(0), order], call.out)]

@@ -1,4 +1,5 @@
-"""Core variable ops written as OpenVINO state layers: ReadValue-6 and Assign-6, top level only."""
+"""Core variable ops written as OpenVINO state layers: ReadValue-6 and Assign-6, top level only;
+a variable the model never assigns is a Const."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from .write_net import Call, Emitter, NetBuilder, Tensor, shape_text
 
 def _read_variable(net: NetBuilder, call: Call) -> list[Tensor]:
     name: str = call.attrs["variable"]
+    if name in net.file.read_only:
+        return [_read_only(net, name)]
     if not net.top:
         raise call.error("OpenVINO keeps state only at the top level, not in a loop or branch")
     if name in net.file.assigned:
@@ -18,6 +21,17 @@ def _read_variable(net: NetBuilder, call: Call) -> list[Tensor]:
             "value from before the run"
         )
     return [_read_value(net, name)]
+
+
+def _read_only(net: NetBuilder, name: str) -> Tensor:
+    """A variable the model never assigns, as a Const (in any net): what the ONNX writer makes
+    an initializer. As state it would not run: OpenVINO's CPU plugin (2026.4) runs no ReadValue
+    without an Assign, and with one, a MatMul whose weights come from a ReadValue with a
+    constant initial value reads uninitialised memory (docs/openvino.md)."""
+    key = (id(net), name)
+    if key not in net.file.constants:
+        net.file.constants[key] = net.const(net.file.root.variables[name].initial)
+    return net.file.constants[key]
 
 
 def _read_value(net: NetBuilder, name: str) -> Tensor:
