@@ -158,3 +158,24 @@ def test_checkpoint_per_loop_and_a_bad_option() -> None:
     check_model(model, inputs, ["x", "w"], per_loop={loop.name: 2})
     with pytest.raises(tl.GradientError, match="checkpoint must be None, an int k or 'sqrt'"):
         tl.grad(model, of="loss", wrt=["x"], checkpoint="binomial")
+
+
+@pytest.mark.parametrize("checkpoint", [None, 2])
+def test_a_gradient_nobody_asked_for_is_not_computed(checkpoint: Any) -> None:
+    """With respect to the weights only, the backward loop stacks no cotangent of the sequence
+    (it would hold a whole-length array for nothing)."""
+    tl.reset()
+    xs = tl.placeholder("float64", ("T", 2), name="xs")
+    w = tl.placeholder("float64", (2, 2), name="w")
+    _, hs = tl.scan(
+        lambda h, x: (tl.tanh(x @ w + h), tl.tanh(x @ w + h)), tl.constant(np.zeros(2)), xs
+    )
+    model = tl.Model({"loss": tl.reduce_sum(hs * hs, keepdims=False)})
+    grads = tl.grad(model, of="loss", wrt=["w"], checkpoint=checkpoint)
+    backward = [n for n in grads.graph.nodes if n.op == "Loop" and "grad" in tl.Loop(n).body.name]
+    assert backward
+    for node in backward:
+        assert not tl.Loop(node).stacked
+        assert all(s.source is not xs.value for s in tl.Loop(node).sliced)
+    feeds = {"xs": np.linspace(-1, 1, 8).reshape(4, 2), "w": np.eye(2) * 0.7}
+    check_model(model, feeds, ["w"], rtol=1e-6, atol=1e-8, checkpoint=checkpoint)

@@ -150,8 +150,12 @@ def checkpointed(
 
     # -- the backward: segments last first ------------------------------------------------------
     d_carried = [j for j, c in enumerate(view.carried) if differentiable(c.param)]
-    d_sliced = [j for j, x in enumerate(view.sliced) if differentiable(x.param)]
-    d_inv = [j for j, v in enumerate(view.invariants) if differentiable(v.param)]
+    d_sliced = [
+        j for j, x in enumerate(view.sliced) if differentiable(x.param) and b.wants(x.source)
+    ]
+    d_inv = [
+        j for j, v in enumerate(view.invariants) if differentiable(v.param) and b.wants(v.value)
+    ]
     d_stacked = [m for m, ct in enumerate(stacked_cts) if ct is not None]
 
     g = Graph(f"{view.body.name}_segments_grad")

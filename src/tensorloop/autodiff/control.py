@@ -157,8 +157,12 @@ def _loop(b: Builder, node: Node, cts: list[Value | None]) -> list[Value | None]
     user_results = results.per_iteration[: stored.user]
 
     d_carried = [k for k, c in enumerate(view.carried) if differentiable(c.param)]
-    d_sliced = [k for k, s in enumerate(view.sliced) if differentiable(s.param)]
-    d_inv = [k for k, v in enumerate(view.invariants) if differentiable(v.param)]
+    d_sliced = [
+        k for k, s in enumerate(view.sliced) if differentiable(s.param) and b.wants(s.source)
+    ]
+    d_inv = [
+        k for k, v in enumerate(view.invariants) if differentiable(v.param) and b.wants(v.value)
+    ]
     d_stacked = [m for m, ct in enumerate(stacked_cts) if ct is not None]
 
     # -- the backward body -----------------------------------------------------------------

@@ -88,6 +88,14 @@ class Builder:
         self.graph = graph
         self.em = Emitter(graph)
         self.options = options
+        self.needed: set[Value] | None = None
+        """The values a cotangent is wanted for (those downstream of a wanted value), where
+        known: a rule may skip the cotangent of an input outside it (a Loop does, for a
+        sliced source or an invariant whose gradient nobody asked for)."""
+
+    def wants(self, value: Value | None) -> bool:
+        """Whether ``value``'s cotangent is asked for (or may be)."""
+        return value is not None and (self.needed is None or value in self.needed)
 
     # -- nodes ---------------------------------------------------------------------------------
     def op(self, op: str, inputs: Sequence[Value | None], **attrs: Any) -> Value:
@@ -181,7 +189,12 @@ class Builder:
         return self.op("ReduceSum", [ct, axes], keepdims=1, noop_with_empty_axes=1)
 
 
-def active_nodes(graph: Graph, wanted: Iterable[Value], seeds: Iterable[Value]) -> list[Node]:
+def active_nodes(
+    graph: Graph,
+    wanted: Iterable[Value],
+    seeds: Iterable[Value],
+    reached_out: set[Value] | None = None,
+) -> list[Node]:
     """The nodes of ``graph`` on a path from a ``wanted`` value to a ``seeds`` value, in order.
     A path through a sequence or optional value is refused (a GradientError naming the node):
     its gradient would be silently lost, where an integer result's is truly zero."""
@@ -211,6 +224,8 @@ def active_nodes(graph: Graph, wanted: Iterable[Value], seeds: Iterable[Value]) 
                 "lower_sequences turns it into a stacked output)"
             )
     active.reverse()
+    if reached_out is not None:
+        reached_out.update(reached)
     return active
 
 
@@ -224,7 +239,8 @@ def backprop(
     cotangent) to ``wanted``; their cotangents, None where no path carries one."""
     from . import control
 
-    active = active_nodes(graph, wanted, seeds)
+    reached: set[Value] = set()
+    active = active_nodes(graph, wanted, seeds, reached)
     # Loops first record what their backward pass reads: the forward is rebuilt so, and the
     # seeds and wanted values it produced are its rebuilt outputs.
     rebuilt: dict[Value, Value] = {}
@@ -238,6 +254,7 @@ def backprop(
     seeds = {rebuilt.get(v, v): ct for v, ct in seeds.items()}
     wanted = [rebuilt.get(v, v) for v in wanted]
     builder = Builder(graph, options)
+    builder.needed = reached | set(wanted)
     cts: dict[Value, Value] = dict(seeds)
     for node in reversed(active):
         outs = [cts.get(o) for o in node.outputs]
