@@ -241,22 +241,15 @@ def assert_matches(got: tl.Outputs, want_loss: float, want: dict[str, np.ndarray
 
 
 def known_handoff(h: tl.Handoff, while_loop: bool = False) -> bool:
-    """The handoffs the jax backend makes on these gradients, decided while planning.
-
-    The backward pass starts from ``Expand(seed, Shape(v))``, which is typed with unknown
-    dims even where ``v``'s shape is static; the gradient of a broadcasting op (``ys *
-    w_row``) then cannot tell statically which axes to sum and finds them at run time
-    (``NonZero`` of a mask of the axes, ``Reshape``, ``ReduceSum`` over them): shapes XLA
-    cannot compile, so those nodes run on compiled.
-
-    And for a ``while_loop``: what its forward stores for the backward (its iteration
-    numbers and carried values, stacked) has as many rows as it ran trips, a length XLA does
-    not know while compiling; the backward loop that reads them (``<loop>_grad``, with the
-    ``Size`` of its trip count) runs on compiled. Values are not affected. Any other
-    handoff fails the test."""
-    allowed = {"NonZero", "Reshape", "ReduceSum"}
-    if while_loop:
-        allowed |= {"Size", *(n for n in h.nodes if n.endswith("_grad"))}
+    """The one handoff the jax backend makes on these gradients, decided while planning: for a
+    loop whose trip count comes from the data (a ``while_loop``, or a trip count that is a
+    model input), what its forward stores for the backward (its iteration numbers and carried
+    values, stacked) has as many rows as it ran trips, a length XLA does not know while
+    compiling; the backward loop that reads them (``<loop>_grad``, with the ``Size`` of its
+    trip count) runs on compiled. Values are not affected. Any other handoff fails the test."""
+    if not while_loop:
+        return False
+    allowed = {"Size", *(n for n in h.nodes if n.endswith("_grad"))}
     return (
         h.source == "jax"
         and h.target == "compiled"
@@ -340,7 +333,8 @@ def test_fori_loop_shorter_than_the_sequence(
     model = tl.Model({"loss": total + tl.reduce_sum(carry[0] * w_last)})
     want_loss, want = pb.jax_grads(slice(0, n))
     feeds = {**pb.feeds, "n": np.int64(n)}
-    check(model, pb, feeds, want_loss, want, checkpoint, f"{cell.name} fori_loop n={n}")
+    what = f"{cell.name} fori_loop n={n}"
+    check(model, pb, feeds, want_loss, want, checkpoint, what, while_loop=True)
 
 
 @pytest.mark.parametrize("cell", CELLS.values(), ids=list(CELLS))
@@ -446,4 +440,4 @@ def test_loop_whose_trip_count_is_shorter_than_the_sequence(
     want_loss, want = pb.jax_grads(rows, reverse)
     feeds = {**pb.feeds, "n": np.int64(n)}
     what = f"{cell.name} Loop n={n} of T={s.T}{' reversed' if reverse else ''}"
-    check(model, pb, feeds, want_loss, want, checkpoint, what)
+    check(model, pb, feeds, want_loss, want, checkpoint, what, while_loop=True)

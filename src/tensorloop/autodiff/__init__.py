@@ -99,7 +99,7 @@ def grad_graph(
         k += len(values)
         value = b.zeros_like(values[0]) if total is None else total
         if value.type != values[0].type:
-            value = b.op("Reshape", [value, b.op("Shape", [values[0]])], allowzero=1)
+            value = b.op("Reshape", [value, b.shape(values[0])], allowzero=1)
         if value in outputs or value.is_parameter or value.graph is not g:
             value = b.op("Identity", [value])  # one value, two results: each its own name
         outputs.append(g.result_named(value, grad_name(name)))

@@ -135,6 +135,14 @@ class Builder:
         always = self.em.const(np.asarray(True))
         return self.op("Where", [always, self.em.const(np.ones((), t.dtype.numpy)), x])
 
+    def shape(self, x: Value) -> Value:
+        """``x``'s shape as an int64 vector: a constant where its type is static (so what is
+        shaped by it is typed static too), else read at run time."""
+        t = x.type
+        if isinstance(t, TensorType) and t.is_static:
+            return self.ints(list(t.static_shape))
+        return self.op("Shape", [x])
+
     def rank(self, x: Value, where: str) -> int:
         t = x.type
         if not isinstance(t, TensorType) or t.shape is None:
@@ -166,7 +174,7 @@ class Builder:
         elif static_axes:
             out = self.op("ReduceSum", [ct, self.ints(static_axes)], keepdims=1)
         if out.type != x.type:
-            out = self.op("Reshape", [out, self.op("Shape", [x])], allowzero=1)
+            out = self.op("Reshape", [out, self.shape(x)], allowzero=1)
         return out
 
     def _sum_to_at_run_time(self, ct: Value, x: Value, lead: int) -> Value:

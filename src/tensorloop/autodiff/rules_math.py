@@ -499,7 +499,7 @@ def _reduce_kept(b: Builder, node: Node, op: str, v: Value) -> Value:
 
 
 def _expand(b: Builder, v: Value, x: Value) -> Value:
-    return b.op("Expand", [v, b.op("Shape", [x])])
+    return b.op("Expand", [v, b.shape(x)])
 
 
 @vjp("ReduceSum")
