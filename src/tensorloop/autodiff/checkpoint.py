@@ -24,7 +24,7 @@ from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value
 from ..ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
 from ..tensor.dtypes import DType
-from .core import Builder, backprop, copy_into, differentiable, zero_or
+from .core import Builder, backprop, copy_into, loop_roles, zero_or
 
 
 def _scalar(b: Builder, value: Value) -> Value:
@@ -149,14 +149,7 @@ def checkpointed(
     checkpoints = keep.node.outputs[n_carried:]
 
     # -- the backward: segments last first ------------------------------------------------------
-    d_carried = [j for j, c in enumerate(view.carried) if differentiable(c.param)]
-    d_sliced = [
-        j for j, x in enumerate(view.sliced) if differentiable(x.param) and b.wants(x.source)
-    ]
-    d_inv = [
-        j for j, v in enumerate(view.invariants) if differentiable(v.param) and b.wants(v.value)
-    ]
-    d_stacked = [m for m, ct in enumerate(stacked_cts) if ct is not None]
+    d_carried, d_sliced, d_inv, d_stacked = loop_roles(b, view, stacked_cts)
 
     g = Graph(f"{view.body.name}_segments_grad")
     j = g.add_input("j", ITERATION_TYPE)

@@ -26,7 +26,7 @@ from ..ir.graph import Graph, Node, Value, clone_graph
 from ..ir.loop import ITERATION_TYPE, Loop, Sliced, Stacked
 from ..tensor.types import TensorType
 from .checkpoint import checkpointed
-from .core import Builder, Options, backprop, copy_into, differentiable, vjp, zero_or
+from .core import Builder, Options, backprop, copy_into, differentiable, loop_roles, vjp, zero_or
 
 
 @dataclass(frozen=True)
@@ -156,14 +156,7 @@ def _loop(b: Builder, node: Node, cts: list[Value | None]) -> list[Value | None]
     results = view.counts.split_results(body.outputs)
     user_results = results.per_iteration[: stored.user]
 
-    d_carried = [k for k, c in enumerate(view.carried) if differentiable(c.param)]
-    d_sliced = [
-        k for k, s in enumerate(view.sliced) if differentiable(s.param) and b.wants(s.source)
-    ]
-    d_inv = [
-        k for k, v in enumerate(view.invariants) if differentiable(v.param) and b.wants(v.value)
-    ]
-    d_stacked = [m for m, ct in enumerate(stacked_cts) if ct is not None]
+    d_carried, d_sliced, d_inv, d_stacked = loop_roles(b, view, stacked_cts)
 
     # -- the backward body -----------------------------------------------------------------
     g = Graph(f"{body.name}_grad")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -283,6 +283,27 @@ def backprop(
                 continue
             cts[value] = builder.add(cts.get(value), ct)  # type: ignore[assignment]
     return [cts.get(w) for w in wanted]
+
+
+class LoopRoles(NamedTuple):
+    """Which of a Loop's roles its backward computes a cotangent for, by index: carried values
+    (all that are float: their cotangents carry the chain), sliced sources and invariants that
+    are float and asked for, stacked outputs that have a cotangent."""
+
+    carried: list[int]
+    sliced: list[int]
+    invariants: list[int]
+    stacked: list[int]
+
+
+def loop_roles(b: Builder, view: Any, stacked_cts: Sequence[Value | None]) -> LoopRoles:
+    """The roles of the Loop ``view`` (an ``ir.loop.Loop``) its backward differentiates."""
+    return LoopRoles(
+        [k for k, c in enumerate(view.carried) if differentiable(c.param)],
+        [k for k, s in enumerate(view.sliced) if differentiable(s.param) and b.wants(s.source)],
+        [k for k, v in enumerate(view.invariants) if differentiable(v.param) and b.wants(v.value)],
+        [m for m, ct in enumerate(stacked_cts) if ct is not None],
+    )
 
 
 def zero_or(builder: Builder, ct: Value | None, like: Value) -> Value:
