@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from ..autodiff import grad_graph, grad_name
+from ..autodiff.core import copy_into
 from ..builder.tracing import Tensor, TraceBody
 from ..errors import GraphError
-from ..ir.graph import Graph, Node, Value, copy_node
+from ..ir.graph import Graph, Node, Value
 from ..model import Model, Session
 from ..tensor.types import TensorType
 from .optim import COUNT, Optimizer, apply_updates
@@ -123,15 +124,6 @@ def _param_names(model: Model, params: Sequence[str] | None) -> list[str]:
     return names
 
 
-def _splice(graph: Graph, body: Graph, operands: Sequence[Value]) -> dict[Value, Value]:
-    """Append ``body``'s nodes to ``graph``, its parameters read as ``operands``; returns the
-    mapping of ``body``'s values to ``graph``'s."""
-    mapping = dict(zip(body.inputs, operands, strict=True))
-    for node in body.nodes:
-        graph.append(copy_node(node, mapping))
-    return mapping
-
-
 def _build_update(
     graph: Graph,
     optimizer: Optimizer,
@@ -153,7 +145,7 @@ def _build_update(
         s = {k: operand(v) for k, v in state.items()}
         updates, new_state = optimizer.transform(g, s, p)
         new_params = apply_updates(p, updates)
-    mapping = _splice(graph, frame.graph, operands)
+    mapping = copy_into(graph, frame.graph, operands)
     return (
         {k: mapping[t.value] for k, t in new_params.items()},
         {k: mapping[t.value] for k, t in new_state.items()},

@@ -319,9 +319,7 @@ class JaxPlan:
 
     def build(self) -> None:
         self.largest = largest_sized(node for _, node in self.graph.walk())
-        excluded: dict[Node, str] = dict.fromkeys(self.graph.nodes, self.invalid)
-        if not self.invalid:
-            excluded = {}
+        excluded = dict.fromkeys(self.graph.nodes, self.invalid) if self.invalid else {}
         if self.timed:
             why = (
                 "a run with a timeout: XLA cannot interrupt its while loop, the compiled "
