@@ -100,6 +100,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tensorloop.train",),
     ("tensorloop.formats", "tensorloop.network"),
     ("tensorloop.io",),
+    ("tensorloop.batch",),
+    ("tensorloop.ray",),
     ("tensorloop.tools",),
     ("tensorloop.cli",),
     ("tensorloop.__main__",),

@@ -12,8 +12,11 @@ from .formats import format_module
 from .model import Model
 
 
-def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
-    """Open a model file (``.tl``, ``.onnx``, ``.xml``), or convert an ``onnx.ModelProto``."""
+def load(path: str | os.PathLike[str] | bytes | Any, **options: Any) -> Model:
+    """Open a model file (``.tl``, ``.onnx``, ``.xml``), convert an ``onnx.ModelProto``, or
+    read a file's bytes (text IR or ONNX; OpenVINO IR is two files, so only by path)."""
+    if isinstance(path, bytes | bytearray | memoryview):
+        return _guarded("<model bytes>", _load_bytes, bytes(path), **options)
     if not isinstance(path, str | os.PathLike):
         if type(path).__name__ == "ModelProto":
             from .formats.onnx import load_onnx
@@ -24,6 +27,21 @@ def load(path: str | os.PathLike[str] | Any, **options: Any) -> Model:
     if not Path(path).is_file():
         raise FormatError(f"{path}: no such file")
     return _guarded(str(path), fn, path, **options)
+
+
+def _load_bytes(data: bytes, **options: Any) -> Model:
+    """A model from a file's bytes: text IR if they read as a graph, else an ONNX model."""
+    head = data[:4096].lstrip()
+    while head.startswith(b"#"):  # comment lines before the graph
+        head = head.partition(b"\n")[2].lstrip()
+    if head.startswith(b"graph"):
+        from .formats.text import load_text
+
+        return load_text(data, "<model bytes>", **options)
+    from .formats.onnx import load_onnx
+    from .formats.onnx.reader import parse_model_bytes
+
+    return load_onnx(parse_model_bytes(data, "<model bytes>"), **options)
 
 
 def _guarded(label: str, fn: Callable[..., Model], *args: Any, **options: Any) -> Model:

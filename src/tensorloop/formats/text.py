@@ -18,17 +18,22 @@ SUFFIXES = (".tl", ".tlir")
 
 def load_file(path: str | os.PathLike[str], **options: Any) -> Model:
     """The model of a text IR file, verified as any ``Model`` is; errors name the file."""
+    return load_text(Path(path).read_bytes(), str(path), **options)
+
+
+def load_text(data: bytes, label: str, **options: Any) -> Model:
+    """The model of text IR ``data`` (a file's bytes); errors name ``label``."""
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = exc.object[: exc.start].count(b"\n") + 1
         raise ParseError(
-            f"{path}: line {line}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+            f"{label}: line {line}: not UTF-8 text (byte {exc.start}: {exc.reason})"
         ) from None
     try:
         return Model(parse_graph(text), **options)
     except TensorloopError as exc:
-        raise type(exc)(f"{path}: {exc}") from None
+        raise type(exc)(f"{label}: {exc}") from None
 
 
 def save_file(model: Model, path: str | os.PathLike[str]) -> None:

@@ -91,9 +91,11 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
-def parse_graph(text: str) -> Graph:
-    """Parse one ``graph @name(...) {...}``; raises ParseError naming line and column."""
-    return _Parser(text).top()
+def parse_graph(text: str, arrays: Sequence[np.ndarray[Any, Any]] | None = None) -> Graph:
+    """Parse one ``graph @name(...) {...}``; raises ParseError naming line and column.
+    ``arrays``: what the references ``dense<...> array(k)`` of text printed with
+    ``print_graph(graph, arrays=...)`` stand for."""
+    return _Parser(text, arrays).top()
 
 
 MAX_NESTING = 96
@@ -111,7 +113,8 @@ class NanBits:
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, arrays: Sequence[np.ndarray[Any, Any]] | None = None) -> None:
+        self.arrays = arrays
         self.tokens = tokenize(text)
         self.pos = 0
         self.depth = 0
@@ -455,6 +458,8 @@ class _Parser:
         if not isinstance(t, TensorType) or not t.is_static:
             self.fail("a static tensor type", at, str(t))
         self.expect(">")
+        if self.at("array", "ident"):
+            return self.array_reference(t)
         start = self.expect("[")
         if self.at("..."):
             self.fail(
@@ -476,6 +481,27 @@ class _Parser:
         if len(items) != t.numel():
             self.fail(f"{t.numel()} values for {t}", start, str(len(items)))
         return _array(self, t, items)
+
+    def array_reference(self, t: TensorType) -> np.ndarray[Any, Any]:
+        """``array(k)``: the ``k``-th of the arrays the text was printed with, of type ``t``."""
+        self.expect("array", "ident")
+        self.expect("(")
+        tok = self.next()
+        if tok.kind != "number" or not tok.text.isdigit():
+            self.fail("an array index", tok)
+        self.expect(")")
+        k = int(tok.text)
+        if self.arrays is None:
+            self.fail("constant data", tok, "a reference to an array given beside the text")
+        if k >= len(self.arrays):
+            self.fail(f"an array index below {len(self.arrays)}", tok)
+        array = self.arrays[k]
+        if not isinstance(array, np.ndarray) or array.dtype != t.dtype.numpy:
+            found = str(array.dtype) if isinstance(array, np.ndarray) else type(array).__name__
+            self.fail(f"a {t.dtype} array", tok, found)
+        if array.shape != t.static_shape:
+            self.fail(f"an array of shape {list(t.static_shape)}", tok, str(list(array.shape)))
+        return array
 
 
 def _array(parser: _Parser, t: TensorType, items: list[tuple[Token, Any]]) -> np.ndarray[Any, Any]:

@@ -119,9 +119,22 @@ def _shortest_narrow(values: list[float], bits: np.ndarray[Any, Any], dt: DType)
 
 
 # -- the printer -------------------------------------------------------------------------------
-def print_graph(graph: Graph, *, elide_constants: int | None = None) -> str:
-    """The text form of ``graph``; arrays over ``elide_constants`` elements print as ``[...]``."""
-    return _Printer(elide_constants).graph(graph, "")
+def print_graph(
+    graph: Graph,
+    *,
+    elide_constants: int | None = None,
+    arrays: list[np.ndarray[Any, Any]] | None = None,
+) -> str:
+    """The text form of ``graph``; arrays over ``elide_constants`` elements print as ``[...]``.
+    With ``arrays`` (a list to fill), every array but a string array of more than
+    ``ARRAY_REFERENCE_ELEMENTS`` elements prints as a reference ``dense<f32[4,8]> array(k)`` to
+    the ``k``-th array appended to it, read back by ``parse_graph(text, arrays)``: the form a
+    model pickles as (``Model.__reduce__``), its weights binary instead of decimal text."""
+    return _Printer(elide_constants, arrays).graph(graph, "")
+
+
+ARRAY_REFERENCE_ELEMENTS = 16
+"""Arrays larger than this print as references when ``print_graph`` is given ``arrays``."""
 
 
 def _value_names(graph: Graph) -> dict[Value, str]:
@@ -143,8 +156,11 @@ def _value_names(graph: Graph) -> dict[Value, str]:
 
 
 class _Printer:
-    def __init__(self, elide_constants: int | None) -> None:
+    def __init__(
+        self, elide_constants: int | None, arrays: list[np.ndarray[Any, Any]] | None = None
+    ) -> None:
         self.elide = elide_constants
+        self.arrays = arrays
 
     def graph(self, graph: Graph, indent: str) -> str:
         names = _value_names(graph)
@@ -236,6 +252,10 @@ class _Printer:
         flat = array.reshape(-1)
         if self.elide is not None and flat.size > self.elide:
             return head + "[...]"
+        referenced = flat.size > ARRAY_REFERENCE_ELEMENTS and dt is not DType.string
+        if self.arrays is not None and referenced:
+            self.arrays.append(array)
+            return f"{head} array({len(self.arrays) - 1})"
         if dt is DType.bool:
             items = ["true" if x else "false" for x in flat.tolist()]
         elif dt is DType.string:

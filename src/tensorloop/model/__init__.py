@@ -333,6 +333,25 @@ class Model:
     def reset_state(self) -> None:
         self._session.reset()
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """A model pickles as its bytes: its graph as text IR with every array over 16 elements
+        beside the text in binary (``print_graph(..., arrays=)``), plus its backend (by name,
+        where it is registered under it) and its ``limits``; unpickling parses and verifies it
+        as ``tl.load`` does. Plans, streams and the default session's persistent tensors are
+        not part of it: the copy starts from the variables' initial values."""
+        from ..ir.printer import print_graph
+
+        arrays: list[np.ndarray[Any, Any]] = []
+        text = print_graph(self.graph, arrays=arrays)
+        backend: str | Backend = self.backend.name
+        try:
+            registered = get_backend(backend)
+        except TensorloopError:
+            registered = None
+        if registered is not self.backend:
+            backend = self.backend
+        return _restore, (text.encode("utf-8"), arrays, backend, self.limits)
+
     def __str__(self) -> str:
         return str(self.graph)
 
@@ -340,6 +359,15 @@ class Model:
         ins = ", ".join(f"{v.name}: {v.type}" for v in self.graph.inputs)
         outs = ", ".join(f"{v.name}: {v.type}" for v in self.graph.outputs)
         return f"<Model '{self.graph.name}' ({ins}) -> ({outs})>"
+
+
+def _restore(
+    text: bytes, arrays: list[np.ndarray[Any, Any]], backend: str | Backend, limits: Limits
+) -> Model:
+    """The model ``Model.__reduce__`` pickled."""
+    from ..ir.parser import parse_graph
+
+    return Model(parse_graph(text.decode("utf-8"), arrays), backend=backend, limits=limits)
 
 
 def _extract(

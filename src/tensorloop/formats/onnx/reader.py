@@ -84,6 +84,17 @@ def parse_file(path: str | os.PathLike[str]) -> onnx.ModelProto:
         raise FormatError(f"{label}: not a readable ONNX model ({exc})") from None
 
 
+def parse_model_bytes(data: bytes, label: str) -> onnx.ModelProto:
+    """The ModelProto serialized in ``data`` (a file's bytes: external data cannot be found
+    from them); a FormatError naming ``label`` if they are empty or not a model."""
+    if not data:
+        raise FormatError(f"{label}: empty (0 bytes), not an ONNX model")
+    try:
+        return onnx.load_model_from_string(data)
+    except Exception as exc:
+        raise FormatError(f"{label}: not a readable ONNX model ({exc})") from None
+
+
 def check_schema(node: onnx.NodeProto, domain: str, opset: int, where: str) -> None:
     """What the ONNX spec calls a malformed node, refused before it is read: an attribute its
     operator does not define or of another type, more inputs or outputs than the operator takes
