@@ -7,7 +7,7 @@ from typing import Any
 
 from ..ir.graph import Graph, Node
 from ..reference.interpreter import Interpreter
-from ..reference.runtime import RunState
+from ..reference.runtime import RunState, host_values
 from ..tensor.types import Type
 from .base import register_backend
 
@@ -21,7 +21,7 @@ class ReferenceExecutable:
 
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
         state.start(self.graph)
-        return Interpreter(state=state).run_graph(self.graph, args)
+        return Interpreter(state=state).run_graph(self.graph, host_values(args))
 
 
 class ReferenceBackend:

@@ -43,17 +43,63 @@ def _static_size(t: Type) -> int | None:
     return math.prod(int(d) for d in t.shape)
 
 
+def _shape_dims(node: Node | None) -> list[Any] | None:
+    """The dims a Shape node gives (its ``start:end`` of its input's dims, static or not)."""
+    if node is None or node.op != "Shape" or not node.inputs or node.inputs[0] is None:
+        return None
+    t = node.inputs[0].type
+    if not isinstance(t, TensorType) or t.shape is None:
+        return None
+    start, end = node.attrs.get("start", 0), node.attrs.get("end")
+    return list(t.shape)[start:end]
+
+
 Evaluator = Callable[[Node, Sequence[Any]], list[Any]]
 """``evaluate(node, inputs) -> outputs``: how folding computes a node (the reference kernels by
 default; a backend's ``evaluate`` may stand in, as the boundary tests do)."""
 
 
+_PICKING = frozenset({"Gather", "Slice", "Squeeze", "Unsqueeze", "Reshape", "Identity"})
+"""Ops whose output elements are elements of their first input, picked or moved by the others."""
+
+
+def _known_dims(node: Node, evaluator: Evaluator) -> np.ndarray[Any, Any] | None:
+    """What a Shape node gives, or an op that picks elements of one (``_PICKING``: a Gather,
+    a Slice, ... with constant operands), where the dims it picks are static though others are
+    not (a length left open, a batch fixed): the op run on the positions of the dims tells
+    which it picks."""
+    if node.op == "Shape":
+        dims = _shape_dims(node)
+        if dims is None or not all(isinstance(d, int) for d in dims):
+            return None
+        return np.asarray(dims, np.int64)
+    if node.op not in _PICKING or not node.inputs or node.inputs[0] is None:
+        return None
+    dims = _shape_dims(node.inputs[0].producer)
+    rest = [None if v is None else v.constant for v in node.inputs[1:]]
+    if dims is None or any(a is None for a, v in zip(rest, node.inputs[1:], strict=True) if v):
+        return None
+    try:
+        (picked,) = evaluator(node, [np.arange(len(dims), dtype=np.int64), *rest])
+    except TensorloopError:
+        return None
+    chosen = [dims[int(k)] for k in np.asarray(picked).reshape(-1)]
+    if not all(isinstance(d, int) for d in chosen):
+        return None
+    return np.asarray(chosen, np.int64).reshape(np.shape(picked))
+
+
 def folded_values(
-    node: Node, evaluator: Evaluator = evaluate, max_elements: int = MAX_FOLDED_ELEMENTS
+    node: Node,
+    evaluator: Evaluator = evaluate,
+    max_elements: int = MAX_FOLDED_ELEMENTS,
+    partial_shapes: bool = False,
 ) -> list[np.ndarray[Any, Any]] | None:
     """The outputs of ``node`` if they are known without running the graph, else None: all its
     inputs are constants (computed by ``evaluator``), or it is Shape/Size of a static shape;
-    outputs of more than ``max_elements`` elements are left to run time."""
+    outputs of more than ``max_elements`` elements are left to run time. ``partial_shapes``
+    (a plan typed with sizes left open, ``specialize(generic=...)``): also a Shape, or a Gather,
+    Slice, ... of one, that picks only static dims of a shape with open ones."""
     if node.op in NOT_FOLDABLE or node.subgraphs or has_side_effects(node):
         return None
     sizes = [_static_size(o.type) for o in node.outputs]
@@ -64,6 +110,8 @@ def folded_values(
             return [np.asarray(math.prod(shape), np.int64)]
         start, end = node.attrs.get("start", 0), node.attrs.get("end")
         return [np.asarray(shape[start:end], np.int64)]
+    if partial_shapes and (known := _known_dims(node, evaluator)) is not None:
+        return [known]
     args = [None if v is None else v.constant for v in node.inputs]
     if any(a is None for a, v in zip(args, node.inputs, strict=True) if v is not None):
         return None
@@ -76,11 +124,14 @@ def folded_values(
 
 
 def fold_node(
-    node: Node, evaluator: Evaluator = evaluate, max_elements: int = MAX_FOLDED_ELEMENTS
+    node: Node,
+    evaluator: Evaluator = evaluate,
+    max_elements: int = MAX_FOLDED_ELEMENTS,
+    partial_shapes: bool = False,
 ) -> list[Value] | None:
     """Replace ``node`` by Constants of its outputs when they are known; the Constants' values
     (named as the outputs were), or None if the node stays."""
-    values = folded_values(node, evaluator, max_elements)
+    values = folded_values(node, evaluator, max_elements, partial_shapes)
     graph = node.graph
     if values is None or graph is None:
         return None

@@ -18,7 +18,7 @@ from ..ir.loop import Loop
 from ..ir.opdef import infer_types
 from ..limits import nbytes
 from ..reference.allocation import predicted
-from ..tensor.types import TensorType, Type
+from ..tensor.types import Dim, TensorType, Type
 from . import inline_constant_branches
 from .fold_constants import fold_node
 
@@ -102,6 +102,12 @@ class SignatureContradictionError(TensorloopError):
     planning, never by a run."""
 
 
+class GenericShapesError(TensorloopError):
+    """A graph cannot be typed with sizes left open (``specialize(generic=...)``): a declared
+    static dim the rules do not confirm from them. Raised while planning; the caller plans per
+    size instead."""
+
+
 class Guards:
     """Which plan a call gets: one per input signature and, for the graph's control inputs
     (``control_inputs``), per value, up to ``MAX_GUARDED_VARIANTS`` values per signature.
@@ -144,6 +150,7 @@ def specialize(
     fold: bool = True,
     constants: Mapping[int, Any] | None = None,
     folded: list[Sized] | None = None,
+    generic: Mapping[int, Iterable[int]] | None = None,
 ) -> Graph:
     """A copy of ``graph`` typed for ``args``; with ``fold``, constants folded too, and the
     inputs at the positions of ``constants`` read as those constants (a plan guarded on their
@@ -156,11 +163,23 @@ def specialize(
 
     ``folded`` learns the outputs folded away of ops whose output size comes from data
     (``allocation.predicted``): a run still checks them against its limits, as the reference
-    checks them when it allocates them."""
+    checks them when it allocates them.
+
+    ``generic`` leaves dims open: by input position, the axes typed with a symbol of their own
+    (``len<k>_<axis>``) instead of the argument's size, so the copy serves every size there (a
+    plan for sequences of any length). Types are then refined dim by dim (a dim the rules make
+    static is made static, the others keep their symbols), and the dims a Shape picks that are
+    static fold though others are open. A declared static dim that the rules leave open is a
+    claim these inputs cannot confirm: a GenericShapesError, and the caller plans per size."""
     copy = graph.clone()
-    for param, arg in zip(copy.inputs, args, strict=True):
+    open_axes = {k: frozenset(axes) for k, axes in (generic or {}).items()}
+    for k, (param, arg) in enumerate(zip(copy.inputs, args, strict=True)):
         if isinstance(param.type, TensorType) and isinstance(arg, np.ndarray):
-            param.type = TensorType(param.type.dtype, arg.shape)
+            dims: list[Dim] = list(arg.shape)
+            for axis in open_axes.get(k, ()):
+                dims[axis] = f"len{k}_{axis}"
+            param.type = TensorType(param.type.dtype, tuple(dims))
+    partial = bool(open_axes)
     if fold and constants:
         for k, value in constants.items():
             param = copy.inputs[k]
@@ -169,15 +188,15 @@ def specialize(
                 const = Emitter(copy, anchor).const(value, param.tensor_type.dtype)
                 for use in list(param.uses):
                     use.node.set_input(use.port, const)
-    _retype(copy)
+    _retype(copy, partial)
     if fold:
         with np.errstate(all="ignore"):
             for _ in range(_MAX_ROUNDS):
-                changed = _fold(copy, folded)
+                changed = _fold(copy, folded, partial)
                 changed |= inline_constant_branches.run(copy).changed
                 if not changed:
                     break
-                _retype(copy)
+                _retype(copy, partial)
     return copy
 
 
@@ -190,16 +209,19 @@ _MAX_ROUNDS = 32
 """Fold and inline rounds (each inlines a level of nested constant branches)."""
 
 
-def _fold(graph: Graph, folded: list[Sized] | None) -> bool:
+def _fold(graph: Graph, folded: list[Sized] | None, partial: bool = False) -> bool:
     """Fold every node whose inputs are constants (``fold_constants.fold_node``), in order,
     each first re-typed from its inputs: a shape computed from folded shapes then folds too."""
     changed = False
     for _, node in list(graph.walk()):
         if node.graph is None or node.op in ("Loop", "If"):
             continue
-        _refine(node)
+        _refine(node, partial)
         sized = largest_sized([node]) if folded is not None else None
-        if fold_node(node, max_elements=MAX_PLAN_FOLDED_ELEMENTS) is not None:
+        if (
+            fold_node(node, max_elements=MAX_PLAN_FOLDED_ELEMENTS, partial_shapes=partial)
+            is not None
+        ):
             changed = True
             if sized is not None and folded is not None:
                 folded.append(sized)
@@ -219,7 +241,7 @@ def largest_sized(nodes: Iterable[Node]) -> Sized | None:
     return largest
 
 
-def _refine(node: Node) -> None:
+def _refine(node: Node, partial: bool = False) -> None:
     """Type ``node``'s outputs from its inputs' (now more static) types. A declared static type
     that the inferred one contradicts is a claim these inputs break (a hand-typed text IR file
     saying ``f32[7,3]`` where the input's ``N`` is 3): a SignatureContradictionError, so the backend
@@ -229,7 +251,9 @@ def _refine(node: Node) -> None:
     except TensorloopError:
         return
     for out, t in zip(node.outputs, types, strict=True):
-        if _more_static(t, out.type):
+        if partial:
+            _refine_dims(node, out, t)
+        elif _more_static(t, out.type):
             out.type = t
         elif (
             isinstance(t, TensorType)
@@ -244,16 +268,48 @@ def _refine(node: Node) -> None:
             )
 
 
-def _retype(graph: Graph) -> None:
+def _refine_dims(node: Node, out: Value, t: Type) -> None:
+    """``out`` typed dim by dim from the rules' ``t`` (a generic plan's refinement)."""
+    old = out.type
+    if not isinstance(t, TensorType) or not isinstance(old, TensorType) or t.dtype != old.dtype:
+        return
+    if t.shape is None:
+        if old.shape is not None and any(isinstance(d, int) for d in old.shape):
+            raise GenericShapesError(f"{node.describe()} output %{out.name}: rank left open")
+        return
+    if old.shape is None:
+        out.type = t
+        return
+    if len(t.shape) != len(old.shape):
+        raise SignatureContradictionError(
+            f"{node.describe()} output %{out.name}: these inputs make it {t}, its type says {old}"
+        )
+    dims: list[Dim] = []
+    for new, was in zip(t.shape, old.shape, strict=True):
+        if isinstance(was, int) and isinstance(new, int) and new != was:
+            raise SignatureContradictionError(
+                f"{node.describe()} output %{out.name}: these inputs make it {t}, "
+                f"its type says {old}"
+            )
+        if isinstance(was, int) and not isinstance(new, int):
+            raise GenericShapesError(
+                f"{node.describe()} output %{out.name}: its type says {old}, the open sizes "
+                f"leave it {t}"
+            )
+        dims.append(new)
+    out.type = TensorType(t.dtype, tuple(dims))
+
+
+def _retype(graph: Graph, partial: bool = False) -> None:
     for node in graph.nodes:
         if node.op == "Loop":
-            _retype_body(Loop(node))
+            _retype_body(Loop(node), partial)
         elif node.op == "If":
-            _retype_branches(node)
-        _refine(node)  # what is wrong, the run reports, with the run's values
+            _retype_branches(node, partial)
+        _refine(node, partial)  # what is wrong, the run reports, with the run's values
 
 
-def _retype_body(loop: Loop) -> None:
+def _retype_body(loop: Loop, partial: bool = False) -> None:
     body = loop.body
     before = {v: v.type for v in _body_values(body)}
     given: list[tuple[Value, Type | None]] = [(c.param, _type(c.initial)) for c in loop.carried]
@@ -268,23 +324,40 @@ def _retype_body(loop: Loop) -> None:
             given.append((s.param, t.with_shape(t.shape[:axis] + t.shape[axis + 1 :])))
     given += [(inv.param, _type(inv.value)) for inv in loop.invariants]
     for param, t in given:
-        if t is not None and _more_static(t, param.type):
+        if t is not None and (_more_static(t, param.type) or (partial and _as_static(t, param))):
             param.type = t
-    _retype(body)
+    _retype(body, partial)
     if any(c.next.type != c.param.type for c in loop.carried):
         for v, t in before.items():  # not a fixed point: the declared types stand
             v.type = t
 
 
-def _retype_branches(node: Node) -> None:
+def _as_static(t: Type, param: Value) -> bool:
+    """Whether ``t`` types ``param`` at least as statically, dim by dim (a generic plan's body
+    parameters: a state [1, 96] where the body says [?, 96])."""
+    old = param.type
+    if not isinstance(t, TensorType) or not isinstance(old, TensorType) or t.dtype != old.dtype:
+        return False
+    if old.shape is None:
+        return t.shape is not None
+    if t.shape is None or len(t.shape) != len(old.shape):
+        return False
+    return all(
+        not isinstance(was, int) or new == was for new, was in zip(t.shape, old.shape, strict=True)
+    )
+
+
+def _retype_branches(node: Node, partial: bool = False) -> None:
     """Type each branch's parameters as the captured values are typed here, then its nodes."""
     view = If(node)
     for branch in (view.then_branch, view.else_branch):
         for param, value in zip(branch.inputs, view.captured, strict=True):
             t = _type(value)
-            if t is not None and _more_static(t, param.type):
+            if t is not None and (
+                _more_static(t, param.type) or (partial and _as_static(t, param))
+            ):
                 param.type = t
-        _retype(branch)
+        _retype(branch, partial)
 
 
 def _body_values(graph: Graph) -> list[Value]:

@@ -1,5 +1,10 @@
 """What every backend shares at run time: input coercion, run state (persistent variables, the
-limits and deadline, the trace being collected) and the run-time form of each type."""
+limits and deadline, the trace being collected) and the run-time form of each type.
+
+A tensor input may be a ``jax.Array`` (``is_device_array``): ``coerce_inputs`` checks its dtype
+and shape as it checks a NumPy array's and keeps it where it is, on its devices, so that the
+jax backend runs on it in place (sharded, where it is split over several devices); the NumPy
+backends take it as a host array (``host_values``). This module never imports JAX."""
 
 from __future__ import annotations
 
@@ -211,8 +216,40 @@ def runtime_value(t: Type, value: Any) -> Any:
     return value
 
 
+DEVICE_ARRAY_MODULES = ("jax", "jaxlib")
+"""The packages whose arrays ``is_device_array`` recognises (``jax.Array``'s class lives in
+``jaxlib``)."""
+
+
+def is_device_array(value: Any) -> bool:
+    """Whether ``value`` is a concrete ``jax.Array`` (on one device or sharded over several),
+    told by duck typing: its class comes from JAX and it has a ``shape``, a ``dtype`` and a
+    ``sharding``. A tracer (a value inside a function JAX traces) has no sharding: it is none."""
+    return (
+        type(value).__module__.partition(".")[0] in DEVICE_ARRAY_MODULES
+        and hasattr(value, "sharding")
+        and hasattr(value, "shape")
+        and hasattr(value, "dtype")
+    )
+
+
+def host_values(args: Sequence[Any]) -> list[Any]:
+    """``args`` with every device array (``is_device_array``), at any depth of a sequence,
+    copied to a host NumPy array: what a backend computing with NumPy runs on. Other values
+    are returned as they are."""
+    return [_on_host(a) for a in args]
+
+
+def _on_host(value: Any) -> Any:
+    if type(value) is np.ndarray:  # the common case, first
+        return value
+    if isinstance(value, list):
+        return [_on_host(v) for v in value]
+    return np.asarray(value) if is_device_array(value) else value
+
+
 def describe(x: Any) -> str:
-    if isinstance(x, np.ndarray):
+    if isinstance(x, np.ndarray) or is_device_array(x):
         return f"{x.dtype}{list(x.shape)}"
     if isinstance(x, list):
         return f"sequence of {len(x)}"
@@ -274,7 +311,8 @@ def by_input_name(graph: Graph, inputs: Mapping[str, Any], prefix: str) -> dict[
 
 
 def coerce_value(name: str, expected: Type, value: Any, prefix: str = "") -> Any:
-    """``value`` as input ``name`` of type ``expected`` takes it, or an ``InputError``."""
+    """``value`` as input ``name`` of type ``expected`` takes it, or an ``InputError``; a
+    ``jax.Array`` of that dtype and shape is taken as it is, on its devices."""
     if isinstance(expected, SequenceType):
         if not isinstance(value, list | tuple):
             raise InputError(f"{prefix}input '{name}': expected {expected}, got {describe(value)}")
@@ -286,11 +324,13 @@ def coerce_value(name: str, expected: Type, value: Any, prefix: str = "") -> Any
         return None if value is None else coerce_value(name, expected.element, value, prefix)
     if not isinstance(expected, TensorType):
         return value
-    if isinstance(value, np.ndarray | np.generic):
-        arr = np.asarray(value)
-        if arr.dtype != expected.dtype.numpy:
+    device = is_device_array(value)
+    if device or isinstance(value, np.ndarray | np.generic):
+        # A jax.Array stays on its devices (not copied to the host): checked as NumPy's is.
+        arr = value if device else np.asarray(value)
+        if np.dtype(arr.dtype) != expected.dtype.numpy:
             raise InputError(
-                f"{prefix}input '{name}': expected {expected}, got {arr.dtype} array "
+                f"{prefix}input '{name}': expected {expected}, got {np.dtype(arr.dtype)} array "
                 f"of shape {list(arr.shape)}"
             )
     else:
@@ -308,6 +348,7 @@ def coerce_value(name: str, expected: Type, value: Any, prefix: str = "") -> Any
             )
     if not expected.accepts(arr):
         raise InputError(
-            f"{prefix}input '{name}': expected {expected}, got {arr.dtype.name}{list(arr.shape)}"
+            f"{prefix}input '{name}': expected {expected}, got "
+            f"{np.dtype(arr.dtype).name}{list(arr.shape)}"
         )
     return arr

@@ -198,7 +198,10 @@ def test_a_loaded_stateful_model_run_from_8_threads_matches_sequential_runs(tmp_
             assert g.dtype == w.dtype and g.shape == w.shape
             np.testing.assert_array_equal(g, w)
     signatures = {len(c) for t in tasks for c in t}
-    assert len(_executable(threaded_model)._plans) == len(signatures)  # one plan per signature
+    executable = _executable(threaded_model)
+    assert len(executable._plans) <= len(signatures)  # at most one plan per signature
+    # past the first few lengths, one plan with the length left open (made once, shared)
+    assert [p is not None for p in executable._generic.values()] == [True]
     assert threaded_model.state["runs"] == 0  # the default session untouched
 
 
@@ -225,7 +228,9 @@ def test_a_stateless_model_shares_model_run_across_8_threads() -> None:
         for name in want:
             assert got[name].shape == want[name].shape
             np.testing.assert_array_equal(got[name], want[name])
-    assert len(_executable(model)._plans) == len({f["xs"].shape for f in feeds})
+    executable = _executable(model)
+    assert len(executable._plans) <= len({f["xs"].shape for f in feeds})
+    assert [p is not None for p in executable._generic.values()] == [True]  # the length open
 
 
 # -- 2. plans per signature -----------------------------------------------------------------------
@@ -267,6 +272,7 @@ def test_symbolic_dims_are_bound_in_each_plan() -> None:
 
 def test_max_plans_bounds_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compiled, "MAX_PLANS", 2)
+    monkeypatch.setattr(compiled, "GENERIC_AFTER", 100)  # every size its own plan
     model = _flat_sum()
     exe = _executable(model)
     feeds = [np.full((t, 4), t, np.float32) for t in (1, 2, 3, 4)]

@@ -21,8 +21,8 @@ failure to plan.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from ...passes import (
 from ...passes.base import Pass
 from ...passes.specialize import Guards, Sized, specialize
 from ...reference import Interpreter
-from ...reference.runtime import RunState
+from ...reference.runtime import RunState, host_values
 from ...tensor.types import Type
 from ..base import RUN, Handoff, Handoffs, Placement, label, register_backend
 from . import support
@@ -67,6 +67,12 @@ for every model it runs."""
 
 MAX_PLANS = 64
 """Plans kept per executable; a model run with ever new shapes replans the oldest away."""
+
+GENERIC_AFTER = 3
+"""Distinct signatures of one kind (the same dtypes, ranks and guarded values) after which a
+new one gets a plan with the dims that differed left open (``specialize(generic=...)``), as a
+tracing JIT marks a dim dynamic once it has recompiled for it: sequences of ever new lengths
+share one plan instead of planning each length."""
 
 RunFunction = Callable[[Sequence[Any], RunState], list[Any]]
 
@@ -107,6 +113,11 @@ class CompiledExecutable:
         self._lock = threading.Lock()
         self._stateful = any(n.op == "Assign" for _, n in graph.walk())
         self._guards = Guards(graph)
+        self._kinds: dict[Hashable, set[tuple[Any, ...]]] = {}
+        """The signatures planned so far, by kind (``_kind``)."""
+        self._generic: dict[Hashable, CompiledPlan | None] = {}
+        """Plans with dims left open, by kind, open dims and the other dims' sizes; None where
+        the graph cannot be typed with those dims open."""
 
     def plan(
         self, args: Sequence[Any], trace: frozenset[str] = frozenset(), observed: bool = False
@@ -123,6 +134,8 @@ class CompiledExecutable:
         guarded, values = self._guards.key(args, not as_written)
         key = (guarded, trace, observed)
         plan = self._plans.get(key)
+        if plan is None and not as_written:
+            plan = self._generic_plan(args, guarded, values)
         if plan is None:
             folded: list[Sized] = []
             checked = False
@@ -146,6 +159,51 @@ class CompiledExecutable:
                 plan = self._plans.setdefault(key, plan)
         return plan
 
+    def _generic_plan(
+        self, args: Sequence[Any], guarded: Hashable, values: dict[int, Any]
+    ) -> CompiledPlan | None:
+        """A plan with the dims left open in which this kind of signature has varied (after
+        ``GENERIC_AFTER`` signatures), or None: too few yet, or a graph that cannot be typed
+        so (then each signature gets its own plan, as before)."""
+        sig, guard = cast(tuple[tuple[Any, ...], Any], guarded)  # Guards.key's pair
+        kind = _kind(sig, guard)
+        if kind is None:
+            return None
+        with self._lock:
+            seen = self._kinds.setdefault(kind, set())
+            if len(seen) < MAX_PLANS:
+                seen.add(sig)
+            if len(seen) < GENERIC_AFTER:
+                return None
+            shapes = list(seen)
+        open_dims = {
+            k: frozenset(a for a in range(len(arg[1])) if len({s[k][1][a] for s in shapes}) > 1)
+            for k, arg in enumerate(sig)
+            if arg is not None
+        }
+        open_dims = {k: axes for k, axes in open_dims.items() if axes}
+        if not open_dims:
+            return None
+        rest = tuple(
+            None
+            if arg is None
+            else tuple(d for a, d in enumerate(arg[1]) if a not in open_dims.get(k, ()))
+            for k, arg in enumerate(sig)
+        )
+        key = (kind, tuple(sorted(open_dims.items())), rest)
+        if key in self._generic:
+            return self._generic[key]
+        folded: list[Sized] = []
+        try:
+            graph = specialize(self.graph, args, constants=values, folded=folded, generic=open_dims)
+        except TensorloopError:  # a claim the open dims cannot confirm: plan per signature
+            plan = None
+        else:
+            largest = max(folded, default=None, key=lambda sized: sized[0])
+            plan = CompiledPlan(optimize(graph), frozenset(), False, largest)
+        with self._lock:
+            return self._generic.setdefault(key, plan)
+
     def compile(self, args: Sequence[Any]) -> CompiledPlan:
         """Plan for ``args``' signature now, ahead of the first run (of their values, only the
         guarded control inputs' are read)."""
@@ -166,6 +224,7 @@ class CompiledExecutable:
         return rows
 
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
+        args = host_values(args)  # a jax.Array input as NumPy
         state.start(self.graph)
         plan = self.plan(args, state.trace_names, state.observer is not None)
         saved = dict(state.variables) if self._stateful else None
@@ -190,6 +249,17 @@ class CompiledExecutable:
         nodes = tuple(label(n) for n in self.graph.nodes if n.op != "Constant")
         plan.handoffs.record(state, Handoff(nodes, NAME, "reference", reason, RUN))
         return Interpreter(state=state).run_graph(self.graph, args)
+
+
+def _kind(sig: tuple[Any, ...], guard: Any) -> Hashable | None:
+    """What signatures that may share a plan with open dims have in common: each argument's
+    dtype and rank, and the guarded values; None for arguments other than arrays."""
+    kinds = []
+    for arg in sig:
+        if not (isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[1], tuple)):
+            return None
+        kinds.append((arg[0], len(arg[1])))
+    return (tuple(kinds), guard)
 
 
 class CompiledBackend:

@@ -14,6 +14,13 @@ code that becomes the reference's error (``lowering.Fault``). Traced runs run on
 backend, which records every iteration on the host; observed runs (``LoopObserver``) run
 their loops there, which calls the observer every iteration.
 
+Inputs may be ``jax.Array``s, left where they are. An island whose operands include an array
+sharded over several devices (a ``NamedSharding``: ``sharding.shard_batch`` splits a batch so)
+runs on that array's mesh, as XLA partitions it (GSPMD: the program follows its inputs'
+shardings, compiled once per sharding by ``jax.jit``), whatever ``Options.device`` says; its
+other operands join the mesh replicated, and its results stay sharded for the islands after
+it. Values the host computes, and the run's results, are NumPy arrays as ever.
+
 What runs on the compiled backend instead of XLA is a ``Handoff`` from ``jax`` to ``compiled``,
 on every run's ``Outputs.handoffs`` and warned once per plan (``FallbackWarning``): nodes the
 partition places there (the lowering's ``check``, types, a traced, timed or observed run), nodes
@@ -51,7 +58,7 @@ from ...passes import (
 from ...passes.base import Pass
 from ...passes.specialize import Guards, Sized, largest_sized, specialize
 from ...reference import Interpreter
-from ...reference.runtime import RunState, loop_limit_error
+from ...reference.runtime import RunState, host_values, loop_limit_error
 from ...tensor.types import TensorType, Type
 from ..base import RUN, Handoff, Handoffs, label, register_backend
 from ..compiled import CompiledExecutable, optimize
@@ -141,14 +148,27 @@ def _large_constants(island: Island) -> list[Value]:
     return list(found)
 
 
+MAX_MESHES = 4
+"""Meshes an island keeps its constants replicated on (for runs sharded over them)."""
+
+
 class XlaIsland:
-    """One island compiled by XLA: ``run(inputs, limit) -> (fault code, outputs)``."""
+    """One island compiled by XLA: ``run(inputs, limit) -> (fault code, outputs)``.
+
+    It is compiled ahead of time for ``device``; a run given an operand sharded over several
+    devices runs instead on that operand's mesh (``mesh_of``), through ``jitted``, which
+    compiles the island once per input sharding."""
 
     def __init__(self, island: Island, options: Options, capacities: dict[Node, int]) -> None:
         self.island = island
         self.options = options
         self.capacities = capacities
         self.device = self._device()
+        self.jitted = jax.jit(self._function())
+        self.replicas: dict[Any, list[Any]] = {}
+        """The large constants replicated on each mesh the island has run sharded over (up to
+        ``MAX_MESHES``, the oldest dropped first)."""
+        self._replicas_lock = threading.Lock()
         self.operand_values = _large_constants(island)
         try:
             self.operands = [jax.device_put(v.constant, self.device) for v in self.operand_values]
@@ -208,7 +228,7 @@ class XlaIsland:
         operands = [_abstract(o.shape, o.dtype) for o in self.operands]
         inputs = [spec(v) for v in self.island.inputs]
         with jax.default_device(self.device):
-            lowered = jax.jit(self._function()).lower(limit, negzero, operands, inputs)
+            lowered = self.jitted.lower(limit, negzero, operands, inputs)
             try:
                 return lowered.compile()
             except jax.errors.JaxRuntimeError as exc:  # XLA refused it (out of memory, say)
@@ -223,14 +243,34 @@ class XlaIsland:
 
     def run(self, inputs: list[Any], state: RunState) -> tuple[int, list[Any]]:
         limit = np.int64(state.max_iterations)
-        inputs = [_on(x, self.device) for x in inputs]
-        code, results = self.compiled(limit, np.float64(-0.0), self.operands, inputs)
+        mesh = mesh_of(inputs)
+        if mesh is None:
+            inputs = [_on(x, self.device) for x in inputs]
+            code, results = self.compiled(limit, np.float64(-0.0), self.operands, inputs)
+        else:  # sharded: XLA partitions the island over the mesh (compiled on first use)
+            inputs = [_onto(x, mesh) for x in inputs]
+            code, results = self.jitted(limit, np.float64(-0.0), self._on_mesh(mesh), inputs)
         outs = []
         for k, value in enumerate(results):
             spec = self.stacks.get(k)
             outs.append(value if spec is None else DynamicStack(value[0], value[1], spec).finish())
         # An island that can raise no fault returns code 0: not read back (a device sync).
         return (int(code) if self.faults else 0), outs
+
+    def _on_mesh(self, mesh: Any) -> list[Any]:
+        """The island's large constants replicated over ``mesh`` (copied there once)."""
+        found = self.replicas.get(mesh)
+        if found is not None:
+            return found
+        with self._replicas_lock:
+            found = self.replicas.get(mesh)
+            if found is None:
+                everywhere = jax.sharding.NamedSharding(mesh, _REPLICATED)
+                found = [jax.device_put(o, everywhere) for o in self.operands]
+                if len(self.replicas) >= MAX_MESHES:
+                    self.replicas.pop(next(iter(self.replicas)))
+                self.replicas[mesh] = found
+            return found
 
 
 SMALL_LOOP_BYTES = 16 * 1024
@@ -266,6 +306,37 @@ def _on(value: Any, device: Any) -> Any:
     if isinstance(value, jax.Array) and value.devices() != {device}:
         return jax.device_put(value, device)
     return value
+
+
+_REPLICATED = jax.sharding.PartitionSpec()  # type: ignore[no-untyped-call]
+"""The layout of a value every device of a mesh holds whole."""
+
+
+def mesh_of(values: Sequence[Any]) -> Any:
+    """The mesh of the first of ``values`` sharded over several devices by a ``NamedSharding``
+    (what ``sharding.shard_batch`` and ``jax.jit`` make), or None: an island given one runs
+    sharded over that mesh. An array spread by another kind of sharding is moved to the
+    island's device, as a single-device array is."""
+    for value in values:
+        if isinstance(value, jax.Array):
+            where = value.sharding
+            if isinstance(where, jax.sharding.NamedSharding) and where.num_devices > 1:
+                return where.mesh
+    return None
+
+
+def _onto(value: Any, mesh: Any) -> Any:
+    """``value`` as an island sharded over ``mesh`` takes it: an array laid out over the mesh's
+    devices as it is, any other array replicated over them (XLA wants every operand on the same
+    devices, in the same order); NumPy data is transferred by the call itself."""
+    if not isinstance(value, jax.Array):
+        return value
+    where = value.sharding
+    if isinstance(where, jax.sharding.NamedSharding) and (
+        where.mesh is mesh or tuple(where.mesh.devices.flat) == tuple(mesh.devices.flat)
+    ):
+        return value
+    return jax.device_put(value, jax.sharding.NamedSharding(mesh, _REPLICATED))
 
 
 def _abstract(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
@@ -452,6 +523,8 @@ def _holds_loop(node: Node) -> bool:
 
 
 def _host(value: Any) -> Any:
+    if isinstance(value, list):  # a sequence (of the user's jax.Arrays, say)
+        return [_host(v) for v in value]
     return np.array(value) if isinstance(value, jax.Array) else value
 
 
@@ -482,6 +555,7 @@ class JaxExecutable:
         """The plan for ``args``' signature, made and compiled on first use; ``timed``: one
         for runs with a deadline, where no loop XLA cannot interrupt runs on XLA; ``observed``:
         one for runs with a loop observer, where no loop runs on XLA."""
+        args = self._planned(args)
         guarded, values = self._guards.key(args)
         key = (guarded, timed, observed)
         plan = self._plans.get(key)
@@ -511,6 +585,23 @@ class JaxExecutable:
                 self._plans[key] = plan
         return plan
 
+    def _planned(self, args: Sequence[Any]) -> list[Any]:
+        """``args`` as planning reads them, NumPy arrays: a ``jax.Array`` is left on its devices
+        as a zero-stride array of its dtype and shape (no memory is allocated for it), except
+        a control input's (``Guards``), whose value a plan may be made for: copied to the host."""
+        control = self._guards.control
+
+        def planned(k: int, value: Any) -> Any:
+            if isinstance(value, list):
+                return [planned(-1, v) for v in value]
+            if not isinstance(value, jax.Array):
+                return value
+            if k in control:
+                return np.asarray(value)
+            return np.broadcast_to(np.zeros((), value.dtype), value.shape)
+
+        return [planned(k, a) for k, a in enumerate(args)]
+
     def compile(self, args: Sequence[Any]) -> JaxPlan:
         """Compile for ``args``' signature now (of their values, only the guarded control
         inputs' are read)."""
@@ -524,7 +615,7 @@ class JaxExecutable:
     def run(self, args: Sequence[Any], state: RunState) -> list[Any]:
         if state.trace_names:  # per-iteration values are recorded on the host
             self._traced.start(state)
-            return self._host.run(args, state)
+            return self._host.run(host_values(args), state)
         state.start(self.graph)
         if state.observer is not None:  # its loops on the host: a plan that meets any deadline
             return self.plan(args, observed=True).run(args, state)
@@ -532,7 +623,7 @@ class JaxExecutable:
             return self.plan(args).run(args, state)
         # A deadline: the usual plan if XLA can stop it in time, else one that leaves the
         # loops XLA cannot interrupt to the compiled backend.
-        plan = self._plans.get((self._guards.key(args)[0], False, False))
+        plan = self._plans.get((self._guards.key(self._planned(args))[0], False, False))
         if plan is None or not plan.interruptible:
             plan = self.plan(args, timed=True)
         return plan.run(args, state)
