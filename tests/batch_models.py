@@ -41,22 +41,30 @@ def tagger(final: bool = True) -> tl.Model:
     return tl.Model(outputs, name="tagger")
 
 
-def bilstm_proto(hidden: int = HIDDEN) -> onnx.ModelProto:
+def bilstm_proto(hidden: int = HIDDEN, lengths: bool = False) -> onnx.ModelProto:
     """An ONNX bidirectional LSTM over ``X`` [T, B, WIDTH] (layout 0: batch axis 1) with its
     ``Y`` [T, 2, B, hidden] and ``Y_h`` [2, B, hidden]: the reverse direction needs the whole
-    sequence, so padding would change every step."""
+    sequence, so padding would change every step, unless (``lengths``) the model takes each
+    sequence's length (``sequence_lens`` [B], int32) and masks by it."""
     rng = np.random.default_rng(7)
     gates = 4 * hidden
     w = (rng.standard_normal((2, gates, WIDTH)) * 0.3).astype(np.float32)
     r = (rng.standard_normal((2, gates, hidden)) * 0.3).astype(np.float32)
     b = (rng.standard_normal((2, 2 * gates)) * 0.1).astype(np.float32)
     node = helper.make_node(
-        "LSTM", ["X", "W", "R", "B"], ["Y", "Y_h"], hidden_size=hidden, direction="bidirectional"
+        "LSTM",
+        ["X", "W", "R", "B", *(["sequence_lens"] if lengths else [])],
+        ["Y", "Y_h"],
+        hidden_size=hidden,
+        direction="bidirectional",
     )
+    inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["T", "B", WIDTH])]
+    if lengths:
+        inputs.append(helper.make_tensor_value_info("sequence_lens", TensorProto.INT32, ["B"]))
     graph = helper.make_graph(
         [node],
         "bilstm",
-        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["T", "B", WIDTH])],
+        inputs,
         [
             helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["T", 2, "B", hidden]),
             helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, [2, "B", hidden]),
@@ -72,8 +80,8 @@ def bilstm_proto(hidden: int = HIDDEN) -> onnx.ModelProto:
     return proto
 
 
-def bilstm() -> tl.Model:
-    return tl.load(bilstm_proto())
+def bilstm(lengths: bool = False) -> tl.Model:
+    return tl.load(bilstm_proto(lengths=lengths))
 
 
 def unbatched_scan() -> tl.Model:

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # The packages whose __all__ is the public API (tensorloop.network only if it defines one).
-MODULES = ["tensorloop", "tensorloop.network"]
+MODULES = ["tensorloop", "tensorloop.network", "tensorloop.batch", "tensorloop.ray"]
 
 
 def public_names(module: ModuleType) -> list[Any]:

@@ -99,6 +99,18 @@ from .tensor.types import OptionalType, SequenceType, TensorType
 
 __version__ = "0.1.0"
 
+_SUBPACKAGES = ("batch", "ray")
+"""Packages ``tl.<name>`` imports on first use: ``tl.ray.map_model`` after ``import tensorloop
+as tl`` (``tensorloop.ray`` needs Ray only when a job starts)."""
+
+
+def __getattr__(name: str) -> object:
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'tensorloop' has no attribute '{name}'")
+
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
     "DType",

@@ -135,6 +135,30 @@ def test_padding_only_where_no_output_sees_it() -> None:
     assert runner.stats.stacked == 4  # it runs alone, at its own length
 
 
+def test_a_model_that_masks_by_its_length_input_is_padded() -> None:
+    """An ONNX bidirectional LSTM with ``sequence_lens``: the runner fills it with each record's
+    length, so records of different lengths pad into one stacked run, and each record's
+    outputs (cut back on the time axis found from two lengths) agree with its run alone."""
+    model = bilstm(lengths=True)
+    recs = records(4, [3, 5, 6, 2, 6, 4], name="X")
+    exact = RecordRunner(model, batch_axis=1, length_input="sequence_lens")
+    stacked = RecordRunner(model, batch_axis=1, length_input="sequence_lens", stack=True)
+    want, got = exact.run(recs), stacked.run(recs)
+    assert stacked.padding and stacked.time_axes == {"Y": 0, "Y_h": None}
+    assert stacked.stats.padded_steps > 0 and stacked.stats.split == 0
+    for rec, w, g in zip(recs, want, got, strict=True):
+        assert w.outputs is not None and g.outputs is not None, (w.error, g.error)
+        alone = model.run(
+            {"X": rec["X"][:, None], "sequence_lens": np.array([len(rec["X"])], np.int32)}
+        )
+        assert np.array_equal(w.outputs["Y"], alone["Y"][:, :, 0])  # exact: the run alone
+        for name in ("Y", "Y_h"):
+            assert g.outputs[name].shape == w.outputs[name].shape
+            np.testing.assert_allclose(g.outputs[name], w.outputs[name], rtol=2e-6, atol=2e-6)
+    with pytest.raises(InputError, match="length_input 'lens' is no input"):
+        RecordRunner(model, batch_axis=1, length_input="lens")
+
+
 def test_bucket_lengths_and_stack_sizes() -> None:
     assert [bucket_length(n, "auto") for n in range(1, 14)] == [
         1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 12, 12, 16,

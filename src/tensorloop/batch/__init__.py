@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, TensorloopError
+from ..ir.graph import static_type
 from ..model import Model
 from ..passes.specialize import Guards, specialize
 from ..passes.time_axis import Analysis, Readout, Timed, find_sequence_inputs
@@ -140,11 +141,18 @@ class RecordRunner:
         devices: int | str | None = None,
         output_batch_axis: Mapping[str, int | None] | None = None,
         error_column: str = ERROR_COLUMN,
+        length_input: str | None = None,
     ) -> None:
         self.model = model
         graph = model.graph
         names = model.input_names
-        self.columns = {n: n for n in names} | dict(columns or {})
+        if length_input is not None and length_input not in names:
+            raise InputError(
+                f"length_input '{length_input}' is no input of the model; it takes "
+                f"{', '.join(names)}"
+            )
+        self.length_input = length_input
+        self.columns = {n: n for n in names if n != length_input} | dict(columns or {})
         unknown = sorted(set(self.columns) - set(names))
         if unknown:
             raise InputError(
@@ -183,11 +191,17 @@ class RecordRunner:
         self._out_axes: dict[str, int | None] | None = None
         found = find_sequence_inputs(graph) if sequence is None else dict(sequence)
         self.sequence = {
-            n: normalize_axis(a, self._rank(n), f"sequence input '{n}'")
+            n: normalize_axis(a, self._rank(n), f"sequence input '{n}'", error=InputError)
             for n, a in found.items()
             if n in names
         }
+        if length_input is not None and not self.sequence:
+            raise InputError(
+                f"length_input '{length_input}' needs a sequence input to take the lengths "
+                "of; name it with sequence={input: time axis}"
+            )
         self.padding, self.why_not_padded, self.time_axes = self._padding_plan()
+        self._probed_time_axes = length_input is None
         self.buckets_allowed = self.padding and not any(
             isinstance(self._dims(n)[a], int) for n, a in self.sequence.items()
         )
@@ -208,6 +222,10 @@ class RecordRunner:
         axes: dict[str, int | None] = {}
         for name in self.model.input_names:
             given = batch_axis.get(name, 0) if isinstance(batch_axis, Mapping) else batch_axis
+            if name == self.length_input and not (
+                isinstance(batch_axis, Mapping) and name in batch_axis
+            ):
+                given = 0  # a length per record: [batch], or a scalar (below) for one record
             if given is None:
                 axes[name] = None
                 continue
@@ -219,7 +237,11 @@ class RecordRunner:
                 axes[name] = None  # a scalar has no batch axis: given whole
                 continue
             rank = t.rank if isinstance(t, TensorType) else None
-            axes[name] = given if rank is None else normalize_axis(given, rank, f"input {name}")
+            axes[name] = (
+                given
+                if rank is None
+                else normalize_axis(given, rank, f"batch_axis of input '{name}'", error=InputError)
+            )
         if isinstance(batch_axis, Mapping):
             unknown = sorted(set(batch_axis) - set(axes))
             if unknown:
@@ -231,6 +253,8 @@ class RecordRunner:
         in the model's output (None: no time axis, the same for every length)."""
         if not self.sequence:
             return False, "no input is a sequence a loop runs over", {}
+        if self.length_input is not None:  # the model masks by it: the time axes are probed
+            return True, "", {}
         try:
             analysis = Analysis(self.model.graph, self.sequence)
         except TensorloopError as exc:
@@ -307,10 +331,22 @@ class RecordRunner:
         """The record's inputs as arrays, each checked against its input as a batch of one."""
         arrays: dict[str, np.ndarray[Any, Any]] = {}
         for name in self.model.input_names:
+            if name == self.length_input:
+                continue
             value = record.get(name)
             if value is None:
                 raise InputError(f"input '{name}' (column '{self.columns[name]}') is missing")
             arrays[name] = np.asarray(value)
+        if self.length_input is not None:
+            length = self._length(arrays)
+            if length is None:
+                raise InputError(
+                    "the record's sequence inputs differ in length: "
+                    + ", ".join(f"'{n}' {list(arrays[n].shape)}" for n in self.sequence)
+                )
+            t = next(p.type for p in self.model.graph.inputs if p.name == self.length_input)
+            dt = t.dtype.numpy if isinstance(t, TensorType) else np.int64
+            arrays[self.length_input] = np.asarray(length, dtype=dt)
         coerce_inputs(self.model.graph, self._alone(arrays), where="record, as a batch of one")
         return arrays
 
@@ -395,6 +431,8 @@ class RecordRunner:
                 inputs = self._stacked(records + [records[-1]] * fill, group.padded)
                 out = self._call(self._placed(inputs), len(records))
                 axes = self._output_axes(inputs)
+                if not self._probed_time_axes:
+                    self._probe_time_axes(inputs, axes)
                 answers = [
                     RecordResult(
                         {
@@ -440,6 +478,25 @@ class RecordRunner:
             return value
         at = axis - 1 if batch is not None and batch < axis else axis
         return np.ascontiguousarray(np.take(value, np.arange(n), axis=at))
+
+    def _probe_time_axes(
+        self, inputs: Mapping[str, np.ndarray[Any, Any]], batch: Mapping[str, int | None]
+    ) -> None:
+        """Each output's time axis, for a model padded by its ``length_input``: the output
+        dim that grows by one where the sequences do (the model specialised for both)."""
+        longer = dict(inputs)
+        for name, axis in self.sequence.items():
+            value = inputs[name]
+            last = np.take(value, [value.shape[axis] - 1], axis=axis)
+            longer[name] = np.concatenate([value, last], axis=axis)
+        axes = grown_axes(self.model, inputs, longer, self.outputs)
+        if axes is None:
+            raise InputError(
+                "cannot tell the outputs' time axes (the model's types do not say): pad no "
+                "records (stack=False) or give length_input=None"
+            )
+        self.time_axes = axes
+        self._probed_time_axes = True
 
     def _device_count(self) -> int:
         if self.devices is None:
@@ -518,6 +575,38 @@ def output_batch_axes(
             found[name] = None
         elif len(moved) == 1 and two[moved[0]] == 2 and three[moved[0]] == 3:
             found[name] = moved[0]
+    return found
+
+
+def grown_axes(
+    model: Model,
+    inputs: Mapping[str, np.ndarray[Any, Any]],
+    longer: Mapping[str, np.ndarray[Any, Any]],
+    outputs: Sequence[str],
+) -> dict[str, int | None] | None:
+    """The dim of each output of ``outputs`` that grows by one from ``inputs`` to ``longer``
+    (None: no dim changes), found by specialising the model for both; None where an output's
+    static shape is not known for both or changes otherwise."""
+    graph = model.graph
+    control = Guards(graph).control
+    shapes = []
+    for feeds in (inputs, longer):
+        args = [np.asarray(feeds[n]) for n in model.input_names]
+        try:
+            typed = specialize(graph, args, constants={k: args[k] for k in control})
+        except TensorloopError:
+            return None
+        shapes.append({v.name: static_type(v) for v in typed.outputs})
+    found: dict[str, int | None] = {}
+    for name in outputs:
+        a, b = shapes[0].get(name), shapes[1].get(name)
+        if a is None or b is None or a.rank != b.rank:
+            return None
+        pairs = list(zip(a.static_shape, b.static_shape, strict=True))
+        moved = [k for k, (x, y) in enumerate(pairs) if x != y]
+        if len(moved) > 1 or (moved and pairs[moved[0]][1] != pairs[moved[0]][0] + 1):
+            return None
+        found[name] = moved[0] if moved else None
     return found
 
 

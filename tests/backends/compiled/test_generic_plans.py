@@ -44,18 +44,26 @@ def test_ever_new_lengths_share_one_plan_and_stay_exact(lengths: list[int], seed
     assert len(generic) == 1 and generic[0] is not None  # one plan for every later length
 
 
-def test_batch_and_length_both_open_on_a_time_major_model() -> None:
+def test_a_length_varying_per_batch_size_opens_the_length_only() -> None:
+    """Lengths vary for each of two batch sizes: each batch size gets a plan with the length
+    open (its batch static, so its state and body are typed statically); a signature that
+    differs from every other in both dims opens both."""
     model = tl.Model(bilstm().graph, backend="compiled")
     rng = np.random.default_rng(3)
-    for t, b in [(3, 1), (5, 2), (4, 3), (9, 1), (2, 4), (11, 2)]:
+    shapes = [(3, 1), (5, 1), (4, 1), (9, 1), (3, 2), (5, 2), (6, 2), (11, 2), (12, 3)]
+    for t, b in shapes:
         x = rng.standard_normal((t, b, WIDTH)).astype(np.float32)
         got = model.run({"X": x})
         want = model.run({"X": x}, backend="reference")
         for name in want:
             assert np.array_equal(got[name], want[name]), (t, b, name)
-    per_signature, generic = plans_of(model)
-    assert per_signature == GENERIC_AFTER - 1
-    assert [g is not None for g in generic] == [True]
+    executable: Any = model.prepared("compiled")
+    opened = [(k[1], k[2]) for k, p in executable._generic.items() if p is not None]
+    assert opened == [
+        (((0, frozenset({0})),), ((1, WIDTH),)),  # batch 1, any length
+        (((0, frozenset({0})),), ((2, WIDTH),)),  # batch 2, any length
+        (((0, frozenset({0, 1})),), ((WIDTH,),)),  # (12, 3): its nearest differs in both
+    ]
 
 
 def test_a_static_claim_the_open_dims_cannot_confirm_plans_per_signature() -> None:

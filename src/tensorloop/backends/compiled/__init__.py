@@ -69,10 +69,10 @@ MAX_PLANS = 64
 """Plans kept per executable; a model run with ever new shapes replans the oldest away."""
 
 GENERIC_AFTER = 3
-"""Distinct signatures of one kind (the same dtypes, ranks and guarded values) after which a
-new one gets a plan with the dims that differed left open (``specialize(generic=...)``), as a
-tracing JIT marks a dim dynamic once it has recompiled for it: sequences of ever new lengths
-share one plan instead of planning each length."""
+"""Distinct signatures of one kind (the same dtypes, ranks and guarded values), differing from
+each other in the same dims only, after which a new one gets a plan with those dims left open
+(``specialize(generic=...)``), as a tracing JIT marks a dim dynamic once it has recompiled for
+it: sequences of ever new lengths share one plan instead of planning each length."""
 
 RunFunction = Callable[[Sequence[Any], RunState], list[Any]]
 
@@ -173,17 +173,28 @@ class CompiledExecutable:
             seen = self._kinds.setdefault(kind, set())
             if len(seen) < MAX_PLANS:
                 seen.add(sig)
-            if len(seen) < GENERIC_AFTER:
-                return None
-            shapes = list(seen)
-        open_dims = {
-            k: frozenset(a for a in range(len(arg[1])) if len({s[k][1][a] for s in shapes}) > 1)
-            for k, arg in enumerate(sig)
-            if arg is not None
-        }
-        open_dims = {k: axes for k, axes in open_dims.items() if axes}
-        if not open_dims:
+            others = [s for s in seen if s != sig]
+        if len(others) + 1 < GENERIC_AFTER:
             return None
+        # The dims to open: those this signature differs in from its nearest planned one, if
+        # enough signatures differ from it in those dims only (a length that varies stays
+        # apart from a batch size that varies too: each batch size gets its plan).
+        diffs = [
+            frozenset(
+                (k, a)
+                for k, arg in enumerate(sig)
+                for a, d in enumerate(arg[1])
+                if other[k][1][a] != d
+            )
+            for other in others
+        ]
+        support = {d: sum(e <= d for e in diffs) for d in set(diffs)}
+        nearest = min(support, key=lambda d: (len(d), -support[d], sorted(d)))
+        if support[nearest] + 1 < GENERIC_AFTER:
+            return None
+        open_dims = {
+            k: frozenset(a for kk, a in nearest if kk == k) for k in {k for k, _ in nearest}
+        }
         rest = tuple(
             None
             if arg is None
