@@ -111,6 +111,7 @@ def __getattr__(name: str) -> object:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'tensorloop' has no attribute '{name}'")
 
+
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
     "DType",
