@@ -182,6 +182,7 @@ def test_bad_records_are_error_rows_and_the_rest_run() -> None:
         {"x": np.zeros((4, WIDTH + 1), np.float32)},  # wrong feature size
         {"x": np.array(["a", "b"])},  # strings for floats
         {},  # the input missing
+        {"x": [[1.0, 2.0], [3.0]]},  # ragged lists: no array
         good[1],
         {"x": np.zeros((0, WIDTH), np.float32)},  # an empty sequence: runs, zero steps
         good[2],
@@ -194,7 +195,9 @@ def test_bad_records_are_error_rows_and_the_rest_run() -> None:
         assert errors[1].startswith("InputError: ")
         assert errors[2] is not None and errors[2].startswith("InputError: ")
         assert errors[3] == "InputError: input 'x' (column 'x') is missing"
-        for k in (0, 4, 6):
+        assert errors[4] is not None
+        assert errors[4].startswith("InputError: input 'x' (column 'x'): not an array (ValueError")
+        for k in (0, 5, 7):
             assert errors[k] is None
             want = run_alone(model, recs[k], runner.axes, runner._out_axes or {})
             got = results[k].outputs

@@ -336,7 +336,13 @@ class RecordRunner:
             value = record.get(name)
             if value is None:
                 raise InputError(f"input '{name}' (column '{self.columns[name]}') is missing")
-            arrays[name] = np.asarray(value)
+            try:
+                arrays[name] = np.asarray(value)
+            except (ValueError, TypeError) as exc:  # ragged lists, objects NumPy cannot hold
+                raise InputError(
+                    f"input '{name}' (column '{self.columns[name]}'): not an array "
+                    f"({type(exc).__name__}: {exc})"
+                ) from None
         if self.length_input is not None:
             length = self._length(arrays)
             if length is None:
