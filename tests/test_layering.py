@@ -100,9 +100,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tensorloop.train",),
     ("tensorloop.formats", "tensorloop.network"),
     ("tensorloop.io",),
+    ("tensorloop.tools",),
     ("tensorloop.batch",),
     ("tensorloop.ray",),
-    ("tensorloop.tools",),
     ("tensorloop.cli",),
     ("tensorloop.__main__",),
 )

@@ -353,7 +353,9 @@ class RecordRunner:
             t = next(p.type for p in self.model.graph.inputs if p.name == self.length_input)
             dt = t.dtype.numpy if isinstance(t, TensorType) else np.int64
             arrays[self.length_input] = np.asarray(length, dtype=dt)
-        coerce_inputs(self.model.graph, self._alone(arrays), where="record, as a batch of one")
+        batched = any(self.axes[name] is not None for name in arrays)
+        where = "record, as a batch of one" if batched else "record"
+        coerce_inputs(self.model.graph, self._alone(arrays), where=where)
         return arrays
 
     def _alone(self, record: Mapping[str, np.ndarray[Any, Any]]) -> dict[str, Any]:

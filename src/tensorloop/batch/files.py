@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import zipfile
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, InputError, TensorloopError
+from ..tools.inputs import error_reason, read_numpy
 
 RECORD_COLUMN = "record"
 """The results' column of record ids."""
@@ -108,36 +108,12 @@ def records_from_dir(path: str | os.PathLike[str], single: str | None = None) ->
     return [RecordFile(p.name, p, single) for p in files]
 
 
-def _read_numpy(path: str | os.PathLike[str], what: str, kind: str) -> Any:
-    """An .npy file's array or an .npz file's arrays by name, read at once and the file closed
-    whatever happens, never a pickle: an InputError naming ``what`` where it cannot (as
-    ``tools.inputs`` reads ``--inputs``, which this layer may not import)."""
-    try:
-        with open(path, "rb") as f:
-            if not f.read(6).startswith((b"PK", b"\x93NUMPY")):
-                raise InputError(f"{what}: not a readable {kind} file (not NumPy's)")
-            f.seek(0)
-            data = np.load(f, allow_pickle=False)
-            if isinstance(data, np.ndarray):
-                return data
-            with data:
-                return {k: np.asarray(data[k]) for k in data.files}
-    except InputError:
-        raise
-    except FileNotFoundError:
-        raise InputError(f"{what}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{what}: a folder, not a file") from None
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-        raise InputError(f"{what}: not a readable {kind} file ({_reason(exc)})") from None
-
-
 def read_record_file(path: str | os.PathLike[str], single: str | None = None) -> dict[str, Array]:
     """A record file's arrays by column: an ``.npz`` file's by name, a ``.npy`` file's one array
     as ``single``. An InputError naming the file where it cannot be read (never a pickle)."""
     name = Path(path).name
     kind = ".npy" if Path(path).suffix.lower() == ".npy" else ".npz"
-    data = _read_numpy(path, name, kind)
+    data = read_numpy(path, name, kind)
     if isinstance(data, np.ndarray):
         if kind == ".npz":
             raise InputError(f"{name}: a .npy file, named .npz (it holds one array)")
@@ -175,7 +151,7 @@ def parquet_file(path: str | os.PathLike[str]) -> Any:
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable Parquet file ({_reason(exc)})") from None
+        raise InputError(f"{path}: not a readable Parquet file ({error_reason(exc)})") from None
     if any(_ray_extension(f) for f in schema):
         register_ray_tensors()
     return pq.ParquetFile(path)
@@ -211,7 +187,7 @@ def parquet_batches(path: str | os.PathLike[str], batch_size: int = 1024) -> Ite
         try:
             batch = next(batches, None)
         except (OSError, ValueError, pa.ArrowException) as exc:
-            raise InputError(f"{path}: not a readable Parquet file ({_reason(exc)})") from None
+            raise InputError(f"{path}: not a readable Parquet file ({error_reason(exc)})") from None
         if batch is None:
             return
         yield batch
@@ -449,7 +425,7 @@ def write_parquet(
     try:
         pq.write_table(pa.table(arrays), path)
     except pa.ArrowException as exc:
-        raise FormatError(f"cannot write {path}: {_reason(exc)}") from None
+        raise FormatError(f"cannot write {path}: {error_reason(exc)}") from None
 
 
 def _holds_tensors(values: Sequence[Any] | Array) -> bool:
@@ -521,13 +497,6 @@ def _objects(values: Sequence[Any]) -> Array:
     for i, v in enumerate(values):
         array[i] = v
     return array
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:200]
 
 
 __all__ = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ def read_input(spec: str) -> tuple[str, Any]:
     if not sep or not name:
         raise InputError(f"--input {spec!r}: expected NAME=FILE.npy or NAME=JSON")
     if raw.endswith(".npy") or Path(raw).is_file():
-        data = _read_numpy(raw, f"input '{name}': {raw}", ".npy")
+        data = read_numpy(raw, f"input '{name}': {raw}", ".npy")
         if not isinstance(data, np.ndarray):
             raise InputError(
                 f"input '{name}': {raw} is an .npz archive; give it with --inputs {raw}"
@@ -93,7 +94,7 @@ def read_input(spec: str) -> tuple[str, Any]:
 def read_inputs_file(path: str | Path) -> dict[str, np.ndarray[Any, Any]]:
     """The arrays of an ``.npz`` file by name; a missing, truncated or foreign file (a pickle
     included) is an InputError naming it."""
-    data = _read_numpy(path, f"--inputs {path}", ".npz")
+    data = read_numpy(path, f"--inputs {path}", ".npz")
     if isinstance(data, np.ndarray):
         raise InputError(
             f"--inputs {path}: a .npy file holds one array; give it with --input NAME={path}"
@@ -109,7 +110,7 @@ def given_inputs(specs: Iterable[str] = (), path: str | Path | None = None) -> d
     return given
 
 
-def _read_numpy(path: str | Path, what: str, kind: str) -> Any:
+def read_numpy(path: str | os.PathLike[str], what: str, kind: str) -> Any:
     """An .npy file's array or an .npz file's arrays by name, read at once (the file is closed
     whatever happens; ``np.load`` leaves a broken .npz open); never a pickle. ``what`` names
     the file in an error, ``kind`` what it should have been."""
@@ -130,10 +131,12 @@ def _read_numpy(path: str | Path, what: str, kind: str) -> Any:
     except IsADirectoryError:
         raise InputError(f"{what}: a folder, not a file") from None
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-        raise InputError(f"{what}: not a readable {kind} file ({_reason(exc)})") from None
+        raise InputError(f"{what}: not a readable {kind} file ({error_reason(exc)})") from None
 
 
-def _reason(exc: BaseException) -> str:
+def error_reason(exc: BaseException) -> str:
+    """An exception's reason in one short line: an OSError's text, else its message's first
+    line (at most 200 characters), else its type's name."""
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -150,7 +153,7 @@ def write_inputs_file(path: str | Path, feeds: Mapping[str, Any]) -> None:
     try:
         np.savez(path, **arrays)  # type: ignore[arg-type]
     except OSError as exc:
-        raise InputError(f"cannot write {path}: {_reason(exc)}") from None
+        raise InputError(f"cannot write {path}: {error_reason(exc)}") from None
 
 
 # --- the feed -------------------------------------------------------------------------------------
