@@ -13,7 +13,11 @@ def make_corpus(out: Path) -> dict[str, Path]:
     import fuzz_seeds
 
     folders = {}
-    for fmt, seeds in fuzz_seeds.all_seeds().items():
+    every = fuzz_seeds.all_seeds()
+    every["onnx"] += fuzz_seeds.regex_seeds()  # RE2 patterns for the harness to mutate
+    every["onnx"] += fuzz_seeds.function_seeds()  # nested model-local functions
+    every["onnx"] += fuzz_seeds.budget_seeds()  # nested loops, growing values (run budgets)
+    for fmt, seeds in every.items():
         folder = out / fmt
         folder.mkdir(parents=True, exist_ok=True)
         for seed in seeds:

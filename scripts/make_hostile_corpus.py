@@ -336,6 +336,98 @@ def _(p: Path) -> None:
     _save(_model([node], [_vi("v0", F, [2])], [_vi("v", F, [2])], consts), p)
 
 
+def _nested_body(trips: int, depth: int) -> Any:
+    """A Loop body whose value goes through ``depth`` more Loops of ``trips`` each inside it
+    (the innermost negates it: finite however often it runs)."""
+    d = str(depth)
+    ins = [_vi("i" + d, I64, []), _vi("cond_in" + d, B, []), _vi("v_in" + d, F, [2])]
+    outs = [_vi("cond_out" + d, B, []), _vi("v_out" + d, F, [2])]
+    nodes = [helper.make_node("Identity", ["cond_in" + d], ["cond_out" + d])]
+    if depth == 0:
+        nodes.append(helper.make_node("Neg", ["v_in" + d], ["v_out" + d]))
+    else:
+        nodes += [
+            helper.make_node(
+                "Constant", [], ["M" + d], value=numpy_helper.from_array(np.array(trips, np.int64))
+            ),
+            helper.make_node(
+                "Loop",
+                ["M" + d, "", "v_in" + d],
+                ["v_out" + d],
+                body=_nested_body(trips, depth - 1),
+            ),
+        ]
+    return helper.make_graph(nodes, "body" + d, ins, outs)
+
+
+# Nested trips multiply: three Loops of 1000 make 10**9 body runs, refused before the first
+# (Limits.max_total_iterations); three of 100 (about 10**6) run.
+@case("onnx_loop_nested_billion.onnx", "LoopLimitError")
+def _(p: Path) -> None:
+    _save(_loop_model(_nested_body(1000, 2), trip=1000), p)
+
+
+@case("onnx_ok_loop_nested.onnx", "ok")
+def _(p: Path) -> None:
+    _save(_loop_model(_nested_body(100, 2), trip=100), p)
+
+
+def _doubling_model(trips: int) -> onnx.ModelProto:
+    """A Loop whose carried value doubles its length every trip (``x = Concat(x, x)``)."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Concat", ["v_in", "v_in"], ["v_out"], axis=0),
+        ],
+        "body",
+        [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, None)],
+        [_vi("cond_out", B, []), _vi("v_out", F, None)],
+    )
+    consts = [numpy_helper.from_array(np.array(trips, np.int64), "M")]
+    node = helper.make_node("Loop", ["M", "", "v0"], ["v"], body=body)
+    return _model([node], [_vi("v0", F, [2])], [_vi("v", F, None)], consts)
+
+
+@case("onnx_loop_doubling.onnx", LIMITS)
+def _(p: Path) -> None:
+    _save(_doubling_model(64), p)
+
+
+@case("onnx_ok_loop_doubling.onnx", "ok")
+def _(p: Path) -> None:
+    _save(_doubling_model(10), p)
+
+
+@case("onnx_loop_sequence_grows.onnx", LIMITS)
+def _(p: Path) -> None:
+    # a fresh float32[2**20] (4 MiB) inserted into a carried sequence on each of 10**5 trips:
+    # each tensor is small, together they take 400 GB
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Cast", ["i"], ["fi"], to=F),
+            helper.make_node("Expand", ["fi", "shape"], ["fresh"]),
+            helper.make_node("SequenceInsert", ["seq_in", "fresh"], ["seq_out"]),
+        ],
+        "body",
+        [
+            _vi("i", I64, []),
+            _vi("cond_in", B, []),
+            helper.make_tensor_sequence_value_info("seq_in", F, None),
+        ],
+        [_vi("cond_out", B, []), helper.make_tensor_sequence_value_info("seq_out", F, None)],
+        [numpy_helper.from_array(np.array([1 << 20], np.int64), "shape")],
+    )
+    nodes = [
+        helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+        helper.make_node("Loop", ["M", "", "empty"], ["seq"], body=body),
+        helper.make_node("SequenceLength", ["seq"], ["count"]),
+        helper.make_node("Add", ["count", "x"], ["y"]),
+    ]
+    consts = [numpy_helper.from_array(np.array(100_000, np.int64), "M")]
+    _save(_model(nodes, [_vi("x", I64, [])], [_vi("y", I64, [])], consts), p)
+
+
 @case("onnx_loop_scan_output_grows.onnx", LIMITS)
 def _(p: Path) -> None:
     body = _loop_body()
@@ -476,6 +568,34 @@ def _(p: Path) -> None:
     p.write_bytes(_nested_if(3))
 
 
+def _doubling_functions(levels: int) -> onnx.ModelProto:
+    """Model-local functions f0 (Neg, Sin) .. f{levels-1}, each calling the one before twice;
+    the graph calls the last: 2**levels nodes once inlined (onnx's inliner and onnxruntime hang
+    on 64 levels; tensorloop predicts the size first and refuses it, Limits.max_nodes)."""
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    nodes = [helper.make_node("Neg", ["x"], ["t"]), helper.make_node("Sin", ["t"], ["y"])]
+    functions = [helper.make_function("local", "f0", ["x"], ["y"], nodes, opsets)]
+    for k in range(1, levels):
+        calls = [
+            helper.make_node(f"f{k - 1}", ["x"], ["t"], domain="local"),
+            helper.make_node(f"f{k - 1}", ["t"], ["y"], domain="local"),
+        ]
+        functions.append(helper.make_function("local", f"f{k}", ["x"], ["y"], calls, opsets))
+    call = helper.make_node(f"f{levels - 1}", ["x"], ["y"], domain="local")
+    graph = helper.make_graph([call], "g", [_vi("x")], [_vi("y")])
+    return helper.make_model(graph, opset_imports=opsets, functions=functions, ir_version=8)
+
+
+@case("onnx_functions_doubling_64.onnx", "ResourceLimitError")
+def _(p: Path) -> None:
+    _save(_doubling_functions(64), p)
+
+
+@case("onnx_ok_functions_nested.onnx", "ok")
+def _(p: Path) -> None:
+    _save(_doubling_functions(4), p)
+
+
 def _external(p: Path, location: str, offset: int, length: int | None) -> None:
     t = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
     if location == p.name.replace(".onnx", ".data"):
@@ -527,6 +647,37 @@ def _(p: Path) -> None:
 @case("onnx_external_negative_offset.onnx", "FormatError")
 def _(p: Path) -> None:
     _external(p, "onnx_ok_external.data", -8, None)
+
+
+def _regex(p: Path, pattern: str, items: list[str]) -> None:
+    """RegexFullMatch (opset 20) of ``pattern`` over constant strings (the corpus feeds no
+    string inputs)."""
+    text = numpy_helper.from_array(np.array(items, dtype=object), "text")
+    nodes = [
+        helper.make_node("Constant", [], ["s"], value=text),
+        helper.make_node("RegexFullMatch", ["s"], ["y"], pattern=pattern),
+    ]
+    _save(_model(nodes, [], [_vi("y", B, [len(items)])], opset=20, ir=9), p)
+
+
+@case("onnx_ok_regex.onnx", "ok")
+def _(p: Path) -> None:
+    _regex(p, r"[\w.]+@\w+\.com", ["me@example.com", "not an address"])
+
+
+@case("onnx_regex_catastrophic.onnx", "ok")  # RE2: linear time; Python's re never finishes
+def _(p: Path) -> None:
+    _regex(p, "(a+)+$", ["a" * 40 + "!", "a" * 100_000 + "!", "a" * 64])
+
+
+@case("onnx_regex_backreference.onnx", "FormatError")  # not RE2 syntax: refused at load
+def _(p: Path) -> None:
+    _regex(p, r"(a+)\1", ["aa"])
+
+
+@case("onnx_regex_lookahead.onnx", "FormatError")
+def _(p: Path) -> None:
+    _regex(p, r"(?=a)\w+", ["ab"])
 
 
 # -- OpenVINO IR ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import tensorloop as tl
 from tensorloop import Graph, Stacked, TensorType, Value
 from tensorloop.backends.base import get_backend
 from tensorloop.errors import GraphError, ResourceLimitError, RunTimeoutError, TensorloopError
+from tensorloop.limits import DEFAULT_MAX_NODES, node_count
 
 _ORIGINAL_RUN = tl.Session.run  # before the suite-wide hook reruns each run on other backends
 
@@ -102,6 +104,29 @@ def test_terabyte_targets_are_refused_before_allocating(op: str, backend: str) -
     assert out.size in (5, 6, 9)
 
 
+@pytest.mark.parametrize("backend", ON_EVERY_BACKEND)
+def test_range_lengths_are_counted_exactly(backend: str) -> None:
+    # ceil((limit - start) / delta) in Python ints: float arithmetic rounds 2**64 - 1 to 2**64
+    g = Graph("range")
+    start, limit, delta = (g.add_input(k, TensorType("int64", [])) for k in ("s", "l", "d"))
+    g.set_outputs([_node(g, "Range", start, limit, delta)])
+    model = tl.Model(g, backend=backend)
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    for s, stop, d, count in [
+        (lo, hi, 1, (1 << 64) - 1),
+        (hi, lo, -1, (1 << 64) - 1),
+        (lo, hi, 3, ((1 << 64) - 1) // 3),
+        (lo, hi, 2, 1 << 63),
+        (lo + 1, hi, 1 << 62, 4),
+    ]:
+        feed = {"s": np.int64(s), "l": np.int64(stop), "d": np.int64(d)}
+        if count * 8 <= 4 << 30:
+            assert model.run(feed)[model.output_names[0]].size == count
+            continue
+        with pytest.raises(ResourceLimitError, match=re.escape(f"a tensor int64[{count}] ")):
+            model.run(feed)
+
+
 def test_limits_are_configurable_per_model() -> None:
     graph, _, small = _sized("ConstantOfShape")
     model = tl.Model(graph, limits=tl.Limits(max_tensor_bytes=16))
@@ -117,6 +142,7 @@ def test_defaults_are_safe_and_documented() -> None:
     assert limits.max_stacked_bytes == 8 << 30
     assert (limits.max_rank, limits.max_nesting_depth) == (64, 64)
     assert limits.max_iterations == tl.DEFAULT_MAX_ITERATIONS
+    assert limits.max_nodes == DEFAULT_MAX_NODES == 1_000_000
     assert limits.timeout is None
     doc = (Path(__file__).parents[1] / "docs" / "security.md").read_text(encoding="utf-8")
     section = doc.split("## Limits", 1)[1]
@@ -125,6 +151,7 @@ def test_defaults_are_safe_and_documented() -> None:
         ("max_stacked_bytes", "8 GiB"),
         ("max_rank", "64"),
         ("max_nesting_depth", "64"),
+        ("max_nodes", "1 000 000"),
         ("max_iterations", "1 000 000"),
         ("timeout", "`None`"),
     ]:
@@ -133,7 +160,14 @@ def test_defaults_are_safe_and_documented() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"max_rank": 0}, {"max_tensor_bytes": -1}, {"timeout": 0}, {"max_nesting_depth": 1.5}],
+    [
+        {"max_rank": 0},
+        {"max_tensor_bytes": -1},
+        {"timeout": 0},
+        {"max_nesting_depth": 1.5},
+        {"max_nodes": -1},
+        {"max_nodes": True},
+    ],
 )
 def test_bad_limits_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(GraphError, match="Limits"):
@@ -187,6 +221,19 @@ def test_deep_nesting_is_refused_without_recursion() -> None:
     assert int(model.run({"c": np.int64(0)})[model.output_names[0]]) == 1
 
 
+def test_max_nodes_counts_every_body() -> None:
+    """``check_graph`` bounds the nodes of every format (text IR and graphs built in Python here;
+    ONNX and OpenVINO before conversion too, tests/formats/*/test_*_hostile.py)."""
+    assert node_count(_nested(4)) == 14  # 2 in the graph, 3 in each of 4 bodies
+    with pytest.raises(ResourceLimitError, match=r"holds 14 nodes, bodies included, more than"):
+        tl.Model(_nested(4), limits=tl.Limits(max_nodes=13))
+    assert tl.Model(_nested(4), limits=tl.Limits(max_nodes=14))
+    rnn = Path(__file__).parents[1] / "examples" / "rnn.tl"
+    count = node_count(tl.load(rnn).graph)
+    with pytest.raises(ResourceLimitError, match=rf"rnn\.tl.*holds {count} nodes.*max_nodes"):
+        tl.load(rnn, limits=tl.Limits(max_nodes=count - 1))
+
+
 def _counting(endless: bool) -> tl.Model:
     """A loop adding 1 per trip: ``n`` trips (fed 2**40), or a while loop that never ends."""
     tl.reset()
@@ -203,6 +250,10 @@ def _counting(endless: bool) -> tl.Model:
 def test_timeout_stops_a_runaway_loop(backend: str, endless: bool) -> None:
     model = _counting(endless)
     feed = {} if endless else {"n": np.int64(1 << 40)}
+    if not endless:  # certain to pass the budget of iterations in all: refused before it starts
+        with pytest.raises(tl.LoopLimitError, match=r"would make 1099511627776 loop iterations"):
+            model.run(feed, backend=backend, max_iterations=1 << 62, timeout=60)
+    model.limits = replace(model.limits, max_total_iterations=1 << 62)
     timeout = 0.25
     started = time.perf_counter()
     with pytest.raises(RunTimeoutError, match=r"Loop .*timeout of 0.25 s ran out"):
@@ -251,7 +302,8 @@ def _stacking() -> Graph:
 
 @pytest.mark.parametrize("backend", ON_EVERY_BACKEND)
 def test_stacked_outputs_stop_at_max_stacked_bytes(backend: str) -> None:
-    model = tl.Model(_stacking(), backend=backend, limits=tl.Limits(max_stacked_bytes=1 << 20))
+    limits = tl.Limits(max_stacked_bytes=1 << 20, max_total_iterations=1 << 62)
+    model = tl.Model(_stacking(), backend=backend, limits=limits)
     with pytest.raises(ResourceLimitError, match=r"stacked loop outputs would take .*1 MiB"):
         model.run({"n": np.int64(1 << 30)})
     out = model.run({"n": np.int64(256)})[model.output_names[0]]  # exactly 1 MiB fits

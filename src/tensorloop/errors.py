@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from typing import Any
 
 
@@ -80,3 +82,36 @@ class FallbackWarning(RuntimeWarning):
     which backend to which, and why): the answer is the other backend's, and so is its speed.
     Warned once per plan and reason; the test suite makes it an error unless a test declares
     the handoff."""
+
+
+_FILE_KINDS = {
+    stat.S_IFREG: "a regular file",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def file_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` names, found with ``os.stat`` (links followed, nothing opened, so a named
+    pipe cannot block): "a regular file", "a folder", "a FIFO (named pipe)", "a character
+    device", ...; None where nothing is there or it cannot be looked at (the caller's own
+    open then says why)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # missing, no permission, a name too long or holding NUL
+        return None
+    return _FILE_KINDS.get(stat.S_IFMT(mode), "a special file")
+
+
+def refuse_special_file(
+    path: str | os.PathLike[str], label: str, error: type[TensorloopError] = FormatError
+) -> None:
+    """Raise ``error`` naming ``label`` where ``path`` is there but is no regular file: a FIFO
+    or a device would block or never end a read, a folder cannot be read. A missing path is
+    left to the caller (its usual "no such file")."""
+    kind = file_kind(path)
+    if kind is not None and kind != "a regular file":
+        raise error(f"{label}: {kind}, not a regular file")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import FormatError, TensorloopError
+from .errors import FormatError, TensorloopError, refuse_special_file
 from .formats import format_module
 from .model import Model
 
@@ -24,6 +24,7 @@ def load(path: str | os.PathLike[str] | bytes | Any, **options: Any) -> Model:
             return _guarded(f"<ONNX model '{path.graph.name}'>", load_onnx, path, **options)
         raise FormatError(f"cannot load a {type(path).__name__}: expected a path or a ModelProto")
     fn = format_module(path, "load").load_file
+    refuse_special_file(path, str(path))  # a FIFO or a device: refused, not read (it may block)
     if not Path(path).is_file():
         raise FormatError(f"{path}: no such file")
     return _guarded(str(path), fn, path, **options)

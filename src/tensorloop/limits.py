@@ -17,6 +17,10 @@ GiB = 1 << 30
 
 DEFAULT_MAX_ITERATIONS = 1_000_000
 """Iterations any one loop may run in a run (``Limits.max_iterations``)."""
+DEFAULT_MAX_TOTAL_ITERATIONS = 10_000_000
+"""Body runs of all loops at every depth one run may make (``Limits.max_total_iterations``)."""
+DEFAULT_MAX_NODES = 1_000_000
+"""Nodes a model may hold, bodies and inlined functions included (``Limits.max_nodes``)."""
 
 
 @dataclass(frozen=True)
@@ -39,11 +43,26 @@ class Limits:
     """How deep loop bodies and branches may nest inside each other."""
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     """Iterations any one loop may run before the run stops with ``LoopLimitError``."""
+    max_total_iterations: int = DEFAULT_MAX_TOTAL_ITERATIONS
+    """Body runs of every loop at every depth one run may make (nested trips multiply), before
+    the run stops with ``LoopLimitError`` naming the loop path."""
+    max_run_bytes: int = 16 * GiB
+    """Bytes of tensors one run may hold live at once: op outputs, carried values, sequences
+    and stacked outputs, counted as they are made and freed, checked before allocating."""
+    max_nodes: int = DEFAULT_MAX_NODES
+    """Nodes a model may hold, bodies included, counted before ONNX functions are inlined."""
     timeout: float | None = None
     """Wall-clock seconds a run may take, or None for no deadline."""
 
     def __post_init__(self) -> None:
-        for name in ("max_tensor_bytes", "max_stacked_bytes", "max_iterations"):
+        for name in (
+            "max_tensor_bytes",
+            "max_stacked_bytes",
+            "max_iterations",
+            "max_total_iterations",
+            "max_run_bytes",
+            "max_nodes",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise GraphError(f"Limits.{name} must be an int >= 0, got {value!r}")
@@ -107,6 +126,11 @@ def stacked_limit_error(where: str, total: int, limits: Limits) -> ResourceLimit
     )
 
 
+def format_bytes(n: int) -> str:
+    """``n`` bytes for a message: in the largest unit that fits, with the exact count."""
+    return _bytes(n)
+
+
 def _bytes(n: int) -> str:
     for unit, scale in (("TiB", 1 << 40), ("GiB", GiB), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
@@ -123,11 +147,18 @@ def check_type(t: Type, where: str, limits: Limits = DEFAULT_LIMITS) -> None:
 
 
 def check_graph(graph: Graph, limits: Limits = DEFAULT_LIMITS, where: str = "") -> None:
-    """Refuse ``graph`` if its bodies nest deeper than ``max_nesting_depth``, or a parameter,
-    value or constant of it (bodies included) is declared or inferred with more than
-    ``max_rank`` dims or more than ``max_tensor_bytes`` bytes. The walk is iterative, so a
-    hostile nesting depth is refused before anything recurses into it."""
+    """Refuse ``graph`` if it holds more than ``max_nodes`` nodes (bodies included), its bodies
+    nest deeper than ``max_nesting_depth``, or a parameter, value or constant of it (bodies
+    included) is declared or inferred with more than ``max_rank`` dims or more than
+    ``max_tensor_bytes`` bytes. The walks are iterative, so a hostile nesting depth is refused
+    before anything recurses into it."""
     prefix = f"{where}: " if where else ""
+    count = node_count(graph)
+    if count > limits.max_nodes:
+        raise ResourceLimitError(
+            f"{prefix}graph '{graph.name}' holds {count} nodes, bodies included, more than the "
+            f"limit of {limits.max_nodes} (Limits.max_nodes)"
+        )
     stack: list[tuple[Graph, int, str]] = [(graph, 0, f"graph '{graph.name}'")]
     while stack:
         g, depth, path = stack.pop()
@@ -155,6 +186,17 @@ def _check_node(node: Node, path: str, limits: Limits) -> None:
                 raise tensor_limit_error(where, value.shape, None, value.nbytes, limits)
 
 
+def node_count(graph: Graph) -> int:
+    """How many nodes ``graph`` holds, the nodes of its bodies at any depth included, counted
+    without recursion."""
+    count, stack = 0, [graph]
+    while stack:
+        g = stack.pop()
+        count += len(g.nodes)
+        stack += [sub for n in g.nodes for sub in n.subgraphs.values()]
+    return count
+
+
 def nesting_depth(graph: Graph) -> int:
     """How deep bodies nest in ``graph`` (0: none), found without recursion."""
     deepest, stack = 0, [(graph, 0)]
@@ -168,12 +210,16 @@ def nesting_depth(graph: Graph) -> int:
 __all__ = [
     "DEFAULT_LIMITS",
     "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_MAX_NODES",
+    "DEFAULT_MAX_TOTAL_ITERATIONS",
     "Limits",
     "check_graph",
     "check_shape",
     "check_type",
+    "format_bytes",
     "nbytes",
     "nesting_depth",
+    "node_count",
     "stacked_limit_error",
     "tensor_limit_error",
 ]

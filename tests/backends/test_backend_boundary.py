@@ -142,3 +142,32 @@ def test_state_checks_the_iteration_limit() -> None:
     limit = pytest.raises(tl.LoopLimitError, match="Loop 'l': still running after 2 iterations")
     with limit, state.iteration(2, "Loop 'l'"):
         pass
+
+
+def _jax_or_skip() -> list[Any]:
+    try:
+        get_backend("jax")
+    except tl.TensorloopError:
+        return [pytest.param("jax", marks=pytest.mark.skip("jax is not installed"))]
+    return ["jax"]
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled", *_jax_or_skip()])
+@pytest.mark.filterwarnings("error")  # NumPy's ComplexWarning: the imaginary part dropped
+def test_complex_values_for_a_real_input_are_an_input_error(backend: str) -> None:
+    x = tl.placeholder("float32", (2,), name="x")
+    n = tl.placeholder("int64", (), name="n")
+    model = tl.Model({"y": x * 2.0, "m": n + 1})
+    ok = {"x": np.ones(2, np.float32), "n": np.int64(1)}
+    for name, value, got in [
+        ("x", [1 + 2j, 3.0], r"complex values \(complex128\[2\]\)"),
+        ("x", [1 + 0j, 2], r"complex values \(complex128\[2\]\)"),
+        ("x", np.array([1, 2], np.complex64), r"complex64 array of shape \[2\]"),
+        ("n", 1j, r"complex values \(complex128\[\]\)"),
+        ("n", 3 + 0j, r"complex values \(complex128\[\]\)"),
+        ("n", np.complex128(1), r"complex128 array of shape \[\]"),
+    ]:
+        want = r"f32\[2\]" if name == "x" else r"i64\[\]"
+        with pytest.raises(tl.InputError, match=rf"input '{name}': expected {want}, got {got}"):
+            model.run({**ok, name: value}, backend=backend)
+    np.testing.assert_array_equal(model.run(ok, backend=backend)["m"], 2)

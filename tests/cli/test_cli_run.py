@@ -237,3 +237,29 @@ def test_python_dash_m_runs_the_cli() -> None:
         check=False,
     )
     assert done.returncode == 0 and "--random-inputs" in done.stdout
+
+
+def test_a_run_has_a_deadline_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tensorloop.cli.common import DEFAULT_TIMEOUT
+
+    seen: list[tl.Limits] = []
+    real = run_module.load_model
+
+    def spy(path: str, limits: tl.Limits | None = None, backend: str = "compiled") -> tl.Model:
+        assert limits is not None
+        seen.append(limits)
+        return real(path, limits, backend)
+
+    monkeypatch.setattr(run_module, "load_model", spy)
+    assert invoke("run", RNN, "--inputs", INPUTS, "-q").exit_code == 0
+    assert invoke("run", RNN, "--inputs", INPUTS, "-q", "--timeout", "none").exit_code == 0
+    assert [limits.timeout for limits in seen] == [DEFAULT_TIMEOUT, None]
+    assert "[default: 600.0]" in " ".join(invoke("run", "--help").output.split())
+
+
+def test_an_endless_loop_stops_at_the_timeout_in_one_line() -> None:
+    endless = str(ROOT / "tests" / "data" / "hostile" / "onnx_loop_endless.onnx")
+    result = invoke("run", endless, "--random-inputs", "--timeout", "0.3")
+    assert_error(result, "RunTimeoutError: Loop: the run was still going when its timeout of 0.3 s")
+    bad = invoke("run", endless, "--random-inputs", "--timeout", "-1")
+    assert bad.exit_code == 2 and "give seconds > 0, or 'none'" in bad.output

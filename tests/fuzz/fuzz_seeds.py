@@ -179,6 +179,43 @@ def _with_external_weights(graph: Any) -> Any:
 
 
 @functools.cache
+def function_seeds() -> tuple[Seed, ...]:
+    """An ONNX model whose model-local functions nest three deep, each calling the one below
+    twice, one call in an If branch: a seed of the atheris corpus (``fuzz/make_corpus.py``) to
+    mutate into deeper, wider or recursive call trees (``Limits.max_nodes``, issue 26), kept out
+    of ``onnx_seeds`` so the test suite's examples stay as they are."""
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    opsets = [h.make_opsetid("", 17), h.make_opsetid("local", 1)]
+    body = [h.make_node("Neg", ["x"], ["t"]), h.make_node("Sin", ["t"], ["y"])]
+    functions = [h.make_function("local", "f0", ["x"], ["y"], body, opsets)]
+    for k in (1, 2):
+        calls = [
+            h.make_node(f"f{k - 1}", ["x"], ["t"], domain="local"),
+            h.make_node(f"f{k - 1}", ["t"], ["y"], domain="local"),
+        ]
+        functions.append(h.make_function("local", f"f{k}", ["x"], ["y"], calls, opsets))
+    vi = h.make_tensor_value_info
+    then = h.make_graph(
+        [h.make_node("f1", ["x"], ["a"], domain="local")], "then", [], [vi("a", 1, [3])]
+    )
+    other = h.make_graph([h.make_node("Identity", ["x"], ["b"])], "else", [], [vi("b", 1, [3])])
+    nodes = [
+        h.make_node("f2", ["x"], ["y"], domain="local"),
+        h.make_node("If", ["c"], ["z"], then_branch=then, else_branch=other),
+    ]
+    inputs = [vi("x", TensorProto.FLOAT, [3]), vi("c", TensorProto.BOOL, [])]
+    outputs = [vi("y", TensorProto.FLOAT, [3]), vi("z", TensorProto.FLOAT, [3])]
+    graph = h.make_graph(nodes, "functions", inputs, outputs)
+    m = h.make_model(graph, opset_imports=opsets, functions=functions)
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return (Seed("onnx_functions", "m.onnx", {"m.onnx": m.SerializeToString()}),)
+
+
+@functools.cache
 def onnx_seeds() -> tuple[Seed, ...]:
     import onnx
 
@@ -199,6 +236,111 @@ def onnx_seeds() -> tuple[Seed, ...]:
         Seed("onnx_scan", "m.onnx", {"m.onnx": scan.SerializeToString()}),
         Seed("onnx_external", "m.onnx", ext),
     )
+
+
+@functools.cache
+def budget_seeds() -> tuple[Seed, ...]:
+    """ONNX models for the run-wide budgets (issue 26): three Loops of 10 trips nested (a
+    mutated trip count makes 10**9 body runs: ``Limits.max_total_iterations``), and a Loop
+    whose carried value doubles by ``Concat`` beside a sequence grown by ``SequenceInsert``
+    (``Limits.max_run_bytes``): seeds of the atheris corpus (``fuzz/make_corpus.py``), kept out
+    of ``onnx_seeds`` so the test suite's examples stay as they are."""
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    vi = h.make_tensor_value_info
+
+    def trips(name: str, n: int) -> Any:
+        return h.make_node("Constant", [], [name], value=onnx.numpy_helper.from_array(np.int64(n)))
+
+    def nested(depth: int) -> Any:
+        d = str(depth)
+        nodes = [h.make_node("Identity", ["c" + d], ["co" + d])]
+        if depth == 0:
+            nodes.append(h.make_node("Neg", ["v" + d], ["vo" + d]))
+        else:
+            inner = nested(depth - 1)
+            nodes += [
+                trips("n" + d, 10),
+                h.make_node("Loop", ["n" + d, "", "v" + d], ["vo" + d], body=inner),
+            ]
+        ins = [vi("i" + d, I64, []), vi("c" + d, B, []), vi("v" + d, F, [2])]
+        return h.make_graph(nodes, "b" + d, ins, [vi("co" + d, B, []), vi("vo" + d, F, [2])])
+
+    loops = h.make_graph(
+        [trips("n", 10), h.make_node("Loop", ["n", "", "x"], ["y"], body=nested(2))],
+        "nested",
+        [vi("x", F, [2])],
+        [vi("y", F, [2])],
+    )
+    body = h.make_graph(
+        [
+            h.make_node("Identity", ["c"], ["co"]),
+            h.make_node("Concat", ["v", "v"], ["vo"], axis=0),
+            h.make_node("SequenceInsert", ["s", "v"], ["so"]),
+        ],
+        "grow",
+        [
+            vi("i", I64, []),
+            vi("c", B, []),
+            vi("v", F, ["len"]),
+            h.make_tensor_sequence_value_info("s", F, None),
+        ],
+        [vi("co", B, []), vi("vo", F, ["len2"]), h.make_tensor_sequence_value_info("so", F, None)],
+    )
+    growing = h.make_graph(
+        [
+            trips("n", 8),
+            h.make_node("SequenceEmpty", [], ["e"], dtype=F),
+            h.make_node("Loop", ["n", "", "x", "e"], ["y", "seq"], body=body),
+            h.make_node("SequenceLength", ["seq"], ["k"]),
+        ],
+        "growing",
+        [vi("x", F, [2])],
+        [vi("y", F, ["out"]), vi("k", I64, [])],
+    )
+    seeds = []
+    for name, graph in (("onnx_nested_loops", loops), ("onnx_growing", growing)):
+        m = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+        m.ir_version = 8
+        onnx.checker.check_model(m, full_check=True)
+        seeds.append(Seed(name, "m.onnx", {"m.onnx": m.SerializeToString()}))
+    return tuple(seeds)
+
+
+REGEX_PATTERNS = (
+    "(a+)+$",  # exponential in a backtracking engine, linear in RE2
+    r"(?i)[\w.]+@\w+\.(com|org)",
+    r"\d{2,3}\s\pL+",
+    r"(a|aa|a*)*(a*)*b",
+)
+"""RegexFullMatch patterns of the regex seed: RE2 syntax the harnesses mutate (into
+backreferences, lookaround, possessive quantifiers, which RE2 and tensorloop refuse)."""
+
+
+@functools.cache
+def regex_seeds() -> tuple[Seed, ...]:
+    """An ONNX model (opset 20) matching REGEX_PATTERNS against constant strings: a seed of
+    the atheris corpus (``fuzz/make_corpus.py``), kept out of ``onnx_seeds`` so the test
+    suite's examples stay as they are."""
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    items = ["a" * 40 + "!", "Me.Too@Example.COM", "42 élan", "aaab", ""]
+    text = onnx.numpy_helper.from_array(np.array(items, dtype=object), "text")
+    nodes = [h.make_node("Constant", [], ["s"], value=text)]
+    outputs = []
+    for k, pattern in enumerate(REGEX_PATTERNS):
+        nodes.append(h.make_node("RegexFullMatch", ["s"], [f"m{k}"], pattern=pattern))
+        outputs.append(h.make_tensor_value_info(f"m{k}", TensorProto.BOOL, [len(items)]))
+    graph = h.make_graph(nodes, "regex", [], outputs)
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
+    m.ir_version = 9
+    onnx.checker.check_model(m, full_check=True)
+    return (Seed("onnx_regex", "m.onnx", {"m.onnx": m.SerializeToString()}),)
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import math
+import re
+import sys
+import time
 from typing import Any
 
 import numpy as np
 import pytest
 from dtype_oracle import Array, D, assert_same, ort_node, strings
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
 
+import tensorloop as tl
 from onnx_oracle import run_core
-from tensorloop.errors import GraphError
+from tensorloop.errors import FormatError, GraphError, UnsupportedOpError
 from tensorloop.tensor.dtypes import DType, dtype
 
 # -- string ops ----------------------------------------------------------------------------------
@@ -47,8 +54,146 @@ def test_string_concat_and_regex_match_onnxruntime() -> None:
         attrs = {"pattern": pattern}
         (want,) = ort_node("RegexFullMatch", [TEXT], attrs, [D.bool], opset=20)
         assert_same(run_core("RegexFullMatch", [TEXT], attrs)[0], want, pattern)
-    with pytest.raises(GraphError, match="not a valid regex"):
+    with pytest.raises(GraphError, match=r"'\(unclosed' is not valid RE2 syntax: missing \)"):
         run_core("RegexFullMatch", [TEXT], {"pattern": "(unclosed"})
+
+
+# -- RegexFullMatch: RE2, as onnxruntime runs it ---------------------------------------------
+# Strings where RE2 and Python's re part: \v (not in RE2's \s), Unicode case folding (the
+# long s, the Kelvin sign, ẞ), non-ASCII digits and letters (not in \d \w), combining marks, NUL.
+REGEX_TEXT = strings(
+    "", "a", "A", "abc", "ABC", "é", "É", "ß", "ẞ", "\u017f", "s", "k", "K", "\u212a", "٣", "5",
+    "x\u00a0y", "x\vy", "x\ty", "a\nb", "a\n", "中文", "ǅ", "aé1_", "é_", "e\u0301", "🙂",
+    "a b", "x1", "Straße", "STRASSE", "\x00", "a\x00b", "hello world !", "  a-b--c ",
+)  # fmt: skip
+REGEX_PATTERNS = [
+    "", r"\d", r"\d+", r"\w+", r"\W", r"\s", r"x\sy", r"\S+", r"x\Sy", r"\bé\b", r"a\b.*",
+    r"(?i)é", r"(?i)ß", r"(?i)s", r"(?i)k", r"(?i)strasse", r"(?i)\x{212a}", r"(?i)ǅ", ".", ".*",
+    "(?s).*", "a$", "^a$", "(?m)a$", "(?m)^b", r"[[:alpha:]]+", r"[[:^space:]]", r"\pL+",
+    r"\p{Han}+", r"\PL", r"[^a]", r"\x{e9}", r"[a-zé]+", "a*?", "(a|ab)(c|bcd)?", r"(?U)a+",
+    r"\C", r"\C+", r"a\x00b", r"[\d\s]+", r"(?i)[a-z]+", r"\Q.*\E", r"\A.*\z",
+    r"(?P<w>\w+) (?P<x>\w+) !", r"(?<w>a)", r"a{,2}", r"x{2}", r"[[:word:]]+",
+    r"\w+ \w+ !", r"x\.\w\.[a-z]", r".*-{2}.*", r"(?i)HELLO.*", r"\s+a.*",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("pattern", REGEX_PATTERNS)
+def test_regex_full_match_is_re2_as_onnxruntime_runs_it(pattern: str) -> None:
+    attrs = {"pattern": pattern}
+    (want,) = ort_node("RegexFullMatch", [REGEX_TEXT], attrs, [D.bool], opset=20)
+    assert_same(run_core("RegexFullMatch", [REGEX_TEXT], attrs)[0], want, pattern)
+
+
+_REGEX_ATOMS = [
+    "a", "b", "A", "é", "ß", "k", "1", " ", "-", ".", r"\.", r"\d", r"\w", r"\s", r"\W", r"\S",
+    r"\b", r"\B", r"\pL", r"\p{Han}", "[a-zé]", "[^a]", "[[:alpha:]]", r"\x{212a}", "\u017f", "^",
+    "$", r"\z", r"\A", r"\v", r"[\d\s]",
+    r"\1", "(?=a)",  # outside RE2's syntax: both refuse the pattern
+]  # fmt: skip
+_REGEX_ALPHABET = "aAbB1 _-.éÉß\u017fkK\u212a٣\t\v\n中🙂\x00"
+
+
+def _regexes() -> st.SearchStrategy[str]:
+    def grow(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.lists(inner, min_size=2, max_size=3).map("".join),
+            st.tuples(inner, inner).map("|".join),
+            st.tuples(inner, st.sampled_from(["*", "+", "?", "{1,2}", "*?", "+?", "{2}"])).map(
+                lambda p: f"(?:{p[0]}){p[1]}"
+            ),
+            st.tuples(st.sampled_from(["(", "(?:", "(?i:", "(?s:", "(?i)("]), inner).map(
+                lambda p: f"{p[0]}{p[1]})"
+            ),
+        )
+
+    return st.recursive(st.sampled_from(_REGEX_ATOMS), grow, max_leaves=6)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, database=None)
+@given(
+    _regexes(),
+    st.lists(st.text(_REGEX_ALPHABET, max_size=6), min_size=1, max_size=16),
+)
+def test_regex_full_match_agrees_with_onnxruntime(pattern: str, items: list[str]) -> None:
+    x = strings(*items)
+    attrs = {"pattern": pattern}
+    try:
+        (want,) = ort_node("RegexFullMatch", [x], attrs, [D.bool], opset=20)
+    except Exception:  # onnxruntime's RE2 refuses the pattern: so must tensorloop
+        with pytest.raises(GraphError, match="RE2"):
+            run_core("RegexFullMatch", [x], attrs)
+        return
+    assert_same(run_core("RegexFullMatch", [x], attrs)[0], want, pattern)
+
+
+def test_regex_full_match_runs_in_linear_time() -> None:
+    # (a+)+$ backtracks exponentially in Python's re (forty a's and a '!': never finishes)
+    x = strings("a" * 40 + "!", "a" * 100_000 + "!", "a" * 100_000, "a" * 25 + "b")
+    started = time.perf_counter()
+    (got,) = run_core("RegexFullMatch", [x], {"pattern": "(a+)+$"})
+    (nested,) = run_core("RegexFullMatch", [x], {"pattern": "(a|aa|a*)*(a*)*b"})
+    assert time.perf_counter() - started < 0.5
+    assert got.tolist() == [False, False, True, False]
+    assert nested.tolist() == [False, False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        (r"(a)\1", "backreferences"),
+        (r"(?P<n>a)(?P=n)", "backreferences"),
+        (r"(?P<n>a)\k<n>", "backreferences"),
+        (r"(?=a)a", "lookahead"),
+        (r"a(?!b)", "lookahead"),
+        (r"(?<=a)b", "lookbehind"),
+        (r"(?<!a)b", "lookbehind"),
+        (r"a++", "possessive quantifiers"),
+        (r"(?>a+)b", "atomic groups"),
+        (r"(a)?(?(1)b|c)", "conditionals"),
+        (r"a\Z", r"\\Z \(write \\z\)"),
+    ],
+)
+def test_regex_outside_re2_syntax_is_refused_at_load(pattern: str, why: str) -> None:
+    want = rf"pattern {re.escape(repr(pattern))}: RE2 does not support {why} .*RE2 syntax"
+    with pytest.raises(GraphError, match=want):
+        run_core("RegexFullMatch", [TEXT], {"pattern": pattern})
+    with pytest.raises(Exception, match=r"(?i)pattern"):  # onnxruntime refuses them too
+        ort_node("RegexFullMatch", [TEXT], {"pattern": pattern}, [D.bool], opset=20)
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("RegexFullMatch", ["x"], ["y"], pattern=pattern)],
+            "regex",
+            [helper.make_tensor_value_info("x", TensorProto.STRING, [None])],
+            [helper.make_tensor_value_info("y", TensorProto.BOOL, [None])],
+        ),
+        opset_imports=[helper.make_opsetid("", 20)],
+    )
+    with pytest.raises(FormatError, match=want):  # the ONNX reader's error names the node
+        tl.load(model)
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "reference",
+        "compiled",
+        pytest.param("jax", marks=pytest.mark.handoff("XLA has no strings: compiled runs them")),
+    ],
+)
+def test_every_backend_matches_with_re2(backend: str) -> None:
+    # x\sy on "x\vy" and (?i)k on the Kelvin sign: RE2's answers, not Python's re's
+    g = tl.Graph("regex")
+    x = g.add_input("x", tl.TensorType("string", ["n"]))
+    g.set_outputs(
+        [g.add_node("RegexFullMatch", [x], {"pattern": p}).output for p in (r"x\sy", "(?i)k")]
+    )
+    model = tl.Model(g)
+    feed = {"x": strings("x\vy", "x y", "\u212a", "K", "\udcff")}
+    out = model.run(feed, backend=backend)
+    assert [v.tolist() for v in out.values()] == [
+        [False, True, False, False, False],
+        [False, False, True, True, False],
+    ]
 
 
 @pytest.mark.parametrize(
@@ -157,3 +302,9 @@ WORDS = {
 def test_tfidf_vectorizer_matches_onnxruntime(x: Array, attrs: dict[str, Any]) -> None:
     (want,) = ort_node("TfIdfVectorizer", [x], attrs, [D.float32], opset=9)
     assert_same(run_core("TfIdfVectorizer", [x], attrs)[0], want)
+
+
+def test_regex_without_google_re2_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "re2", None)  # import re2 raises ImportError
+    with pytest.raises(UnsupportedOpError, match=r"google-re2.*pip install google-re2"):
+        run_core("RegexFullMatch", [TEXT], {"pattern": "a"})

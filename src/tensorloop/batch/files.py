@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError, InputError, TensorloopError
+from ..errors import FormatError, InputError, TensorloopError, refuse_special_file
 from ..tools.inputs import error_reason, read_numpy
 
 RECORD_COLUMN = "record"
@@ -146,6 +146,7 @@ def parquet_file(path: str | os.PathLike[str]) -> Any:
     """``path`` opened as a ``pyarrow.parquet.ParquetFile``, with Ray's tensor types known
     where the file holds them; an InputError where it is no Parquet file."""
     pq = _parquet()
+    refuse_special_file(path, str(path), InputError)  # a FIFO or a device: refused, not read
     try:
         schema = pq.read_schema(path)
     except FileNotFoundError:

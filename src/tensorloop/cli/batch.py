@@ -218,6 +218,27 @@ def default_workers() -> int:
     show_default=True,
     help="Refuse a run whose loops stack more than this into their outputs.",
 )
+@click.option(
+    "--max-total-iterations",
+    type=int,
+    default=Limits.max_total_iterations,
+    show_default=True,
+    help="Stop a run whose loops, nested ones included, run their bodies more often than this.",
+)
+@click.option(
+    "--max-run-bytes",
+    type=int,
+    default=Limits.max_run_bytes,
+    show_default=True,
+    help="Refuse a run that would hold more than this in live tensors at once.",
+)
+@click.option(
+    "--max-nodes",
+    type=int,
+    default=Limits.max_nodes,
+    show_default=True,
+    help="Refuse a model of more nodes than this (bodies and inlined functions included).",
+)
 @backend_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def batch_command(
@@ -235,6 +256,9 @@ def batch_command(
     max_iterations: int,
     max_tensor_bytes: int,
     max_stacked_bytes: int,
+    max_total_iterations: int,
+    max_run_bytes: int,
+    max_nodes: int,
     backend: str,
     as_json: bool,
 ) -> None:
@@ -259,6 +283,9 @@ def batch_command(
     limits = Limits(
         max_tensor_bytes=max_tensor_bytes,
         max_stacked_bytes=max_stacked_bytes,
+        max_total_iterations=max_total_iterations,
+        max_run_bytes=max_run_bytes,
+        max_nodes=max_nodes,
         max_iterations=max_iterations,
     )
     model = load_model(model_path, limits, backend)

@@ -139,6 +139,42 @@ def max_iterations_option(f: F) -> F:
     )(f)
 
 
+DEFAULT_TIMEOUT = 600.0
+"""The deadline of a run the command line starts, in seconds, unless ``--timeout`` says
+otherwise (``--timeout none``: no deadline): a hostile or runaway model ends with an error
+instead of holding the terminal for hours."""
+
+
+class Seconds(click.ParamType[float | None]):
+    """Seconds > 0, or ``none`` for no deadline."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value is None or isinstance(value, float):
+            return value
+        if str(value).strip().lower() in ("none", "inf"):
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a number of seconds (or 'none')", param, ctx)
+        if not seconds > 0 or seconds != seconds:
+            self.fail(f"{value!r}: give seconds > 0, or 'none' for no deadline", param, ctx)
+        return seconds
+
+
+def timeout_option(f: F) -> F:
+    """The ``--timeout`` option of the commands that run a model (``DEFAULT_TIMEOUT``)."""
+    return click.option(
+        "--timeout",
+        type=Seconds(),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="Stop the run with an error after this many seconds; 'none' for no deadline.",
+    )(f)
+
+
 def load_model(path: str, limits: Limits | None = None, backend: str = DEFAULT_BACKEND) -> Model:
     """``tl.load`` for a command (its errors end the command with one line, in ``Group``)."""
     return load(path, limits=limits or Limits(), backend=backend)

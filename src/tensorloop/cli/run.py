@@ -36,6 +36,7 @@ from .common import (
     max_iterations_option,
     plain,
     print_json,
+    timeout_option,
     writable_file,
     writable_folder,
 )
@@ -71,12 +72,7 @@ TRACE_ROWS = 5
     "(the run plans without loop optimizations, so it may be slower).",
 )
 @max_iterations_option
-@click.option(
-    "--timeout",
-    type=float,
-    default=None,
-    help="Stop the run with an error after this many seconds (default: no deadline).",
-)
+@timeout_option
 @click.option(
     "--max-tensor-bytes",
     type=int,
@@ -90,6 +86,27 @@ TRACE_ROWS = 5
     default=Limits.max_stacked_bytes,
     show_default=True,
     help="Refuse a run whose loops stack more than this into their outputs.",
+)
+@click.option(
+    "--max-total-iterations",
+    type=int,
+    default=Limits.max_total_iterations,
+    show_default=True,
+    help="Stop a run whose loops, nested ones included, run their bodies more often than this.",
+)
+@click.option(
+    "--max-run-bytes",
+    type=int,
+    default=Limits.max_run_bytes,
+    show_default=True,
+    help="Refuse a run that would hold more than this in live tensors at once.",
+)
+@click.option(
+    "--max-nodes",
+    type=int,
+    default=Limits.max_nodes,
+    show_default=True,
+    help="Refuse a model of more nodes than this (bodies and inlined functions included).",
 )
 @backend_option()
 @click.option("--save-inputs", metavar="FILE.npz", help="Write the inputs used to an .npz file.")
@@ -110,6 +127,9 @@ def run(
     timeout: float | None,
     max_tensor_bytes: int,
     max_stacked_bytes: int,
+    max_total_iterations: int,
+    max_run_bytes: int,
+    max_nodes: int,
     backend: str,
     save_inputs: str | None,
     save_outputs: str | None,
@@ -120,6 +140,9 @@ def run(
     limits = Limits(
         max_tensor_bytes=max_tensor_bytes,
         max_stacked_bytes=max_stacked_bytes,
+        max_total_iterations=max_total_iterations,
+        max_run_bytes=max_run_bytes,
+        max_nodes=max_nodes,
         max_iterations=max_iterations,
         timeout=timeout,
     )

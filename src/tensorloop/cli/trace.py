@@ -22,6 +22,7 @@ from .common import (
     main,
     max_iterations_option,
     plain,
+    timeout_option,
     writable_file,
 )
 from .inputs import Inputs, input_options
@@ -76,7 +77,7 @@ DEFAULT_ROWS = 20
 )
 @backend_option("Where the model runs (every backend records the same trace).")
 @max_iterations_option
-@click.option("--timeout", type=float, default=None, help="Stop the run after this many seconds.")
+@timeout_option
 def trace(
     model_path: str,
     values: tuple[str, ...],

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError, TensorloopError
+from ..errors import FormatError, TensorloopError, refuse_special_file
 from ..ir.branch import If
 from ..ir.graph import Graph
 from ..ir.loop import Loop
@@ -100,6 +100,7 @@ def summarize(path: str | os.PathLike[str]) -> ModelSummary:
     """The summary of the model file at ``path`` (``.onnx``, OpenVINO ``.xml``, text IR), read
     from the file itself; a FormatError if it cannot be read."""
     p = Path(path)
+    refuse_special_file(p, str(path))  # a FIFO or a device: refused, not read (it may block)
     if not p.is_file():
         raise FormatError(f"{path}: no such file")
     fn: Callable[[Path], ModelSummary] = format_module(p, "read").summarize_file

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParseError, TensorloopError
+from ..errors import ParseError, TensorloopError, refuse_special_file
 from ..ir.parser import parse_graph
 from ..ir.printer import print_graph
 from ..model import Model
@@ -18,6 +18,7 @@ SUFFIXES = (".tl", ".tlir")
 
 def load_file(path: str | os.PathLike[str], **options: Any) -> Model:
     """The model of a text IR file, verified as any ``Model`` is; errors name the file."""
+    refuse_special_file(path, str(path))  # a FIFO or a device: refused, not read (it may block)
     return load_text(Path(path).read_bytes(), str(path), **options)
 
 

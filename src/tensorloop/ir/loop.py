@@ -379,6 +379,29 @@ def true_constant(value: Value | None) -> bool:
     return data is not None and data.size == 1 and bool(data.reshape(-1)[0])
 
 
+def fixed_runs(graph: Graph, known: dict[int, int] | None = None) -> int:
+    """The loop iterations that running ``graph`` once makes for certain, at every depth: for
+    each Loop node of ``graph`` itself (not inside an If's branch, which may not run) that only
+    its bounds can stop and whose trips the static types give, its trips times one more than
+    its body's own. Python ints: nested trips multiply without overflow. ``known`` caches the
+    answer per graph (by id) across calls."""
+    known = {} if known is None else known
+    found = known.get(id(graph))
+    if found is not None:
+        return found
+    total = 0
+    for node in graph.nodes:
+        if node.op != "Loop":
+            continue
+        view = Loop(node)
+        lengths = view.static_lengths
+        trips = None if lengths is None else view.trips_given(lengths)
+        if trips:
+            total += trips * (1 + fixed_runs(view.body, known))
+    known[id(graph)] = total
+    return total
+
+
 def constant_trip_count(trip: Value | None) -> int | None:
     """The value of a ``max_trip_count`` input that a one-element Constant gives, at least 0;
     None for no trip count or one known only at run time."""

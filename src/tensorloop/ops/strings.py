@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UnsupportedOpError
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType, from_numpy, string_array
 from ..tensor.types import UNKNOWN, Dim, TensorType, Type
@@ -24,14 +25,90 @@ _LIST = (tuple, list)
 # Helpers shared with the reference kernels; they raise ValueError, re-raised by each side.
 
 
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """RegexFullMatch's pattern as a Python regex. RE2's \\d \\s \\w \\b are ASCII-only, hence
-    re.ASCII (which also makes (?i) fold ASCII letters only, where RE2 folds all of Unicode);
-    Python accepts more than RE2 (backreferences, lookaround), which RE2 would reject."""
+_UNSUPPORTED = [
+    # (a fragment of RE2's error message, what it is), most specific first
+    (r"invalid escape sequence: \\[1-9]", "backreferences"),
+    (r"invalid escape sequence: \\[gk]", "backreferences"),
+    (r"invalid perl operator: \(\?[=!]", "lookahead"),
+    (r"invalid perl operator: \(\?<[=!]", "lookbehind"),
+    (r"invalid perl operator: \(\?>", "atomic groups"),
+    (r"invalid perl operator: \(\?\(", "conditionals"),
+    (r"invalid perl operator: \(\?(R|[0-9+-]|&|P>)", "recursion"),
+    (r"invalid perl operator: \(\?#", "comments"),
+    (r"bad repetition operator: [*+?}]\+", "possessive quantifiers"),
+    (r"invalid escape sequence: \\Z", "\\Z (write \\z)"),
+    (r"invalid escape sequence: \\[uU]", "\\u escapes (write \\x{...})"),
+]
+
+
+class Regex:
+    """RegexFullMatch's pattern compiled by RE2, as onnxruntime compiles it (UTF-8, RE2's
+    syntax: \\d \\s \\w \\b ASCII-only, (?i) folding all of Unicode, no backreferences or
+    lookaround), matched in time linear in the string's length."""
+
+    __slots__ = ("_regexp", "pattern")
+
+    def __init__(self, pattern: str, regexp: Any) -> None:
+        self.pattern = pattern
+        self._regexp = regexp
+
+    def fullmatch(self, text: str | bytes) -> bool:
+        """Whether all of ``text`` matches, matched on its UTF-8 bytes as onnxruntime does (a
+        lone surrogate U+DC80..U+DCFF, an undecodable byte as the string ops keep it, is that
+        byte again; other lone surrogates are their CESU-8 bytes). A TypeError for what is
+        neither str nor bytes."""
+        if isinstance(text, bytes):
+            data = text
+        elif isinstance(text, str):
+            try:
+                data = text.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                data = text.encode("utf-8", "surrogatepass")
+        else:
+            raise TypeError(f"expected strings, got a {type(text).__name__} {text!r:.40}")
+        return self._regexp.fullmatch(data) is not None
+
+
+def compile_pattern(pattern: str) -> Regex:
+    """RegexFullMatch's ``pattern`` compiled with RE2 (the ``google-re2`` binding), as the ONNX
+    spec names and onnxruntime runs it; a ValueError saying why where RE2 refuses it
+    (Python's ``re`` extras such as backreferences and lookaround among them)."""
+    re2 = _re2()
+    shown = repr(pattern) if len(pattern) <= 80 else f"{pattern[:60]!r}... ({len(pattern)} chars)"
+    options = re2.Options()
+    options.log_errors = False  # onnxruntime's RE2::Quiet: the error is ours to report
     try:
-        return re.compile(pattern, re.ASCII)
-    except re.error as exc:
-        raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+        return Regex(pattern, re2.compile(pattern, options))
+    except UnicodeEncodeError:
+        raise ValueError(f"pattern {shown} is not valid Unicode (a lone surrogate)") from None
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else ""
+        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        reason = reason if len(reason) <= 200 else reason[:200] + "..."
+        if "(?P=" in pattern and "invalid perl operator: (?P" in reason:
+            feature: str | None = "backreferences"
+        else:
+            feature = next((f for rx, f in _UNSUPPORTED if re.search(rx, reason)), None)
+        if feature is not None:
+            raise ValueError(
+                f"pattern {shown}: RE2 does not support {feature} ({reason}; "
+                "RegexFullMatch takes RE2 syntax)"
+            ) from None
+        raise ValueError(
+            f"pattern {shown} is not valid RE2 syntax: {reason} (RegexFullMatch takes RE2 syntax)"
+        ) from None
+
+
+def _re2() -> Any:
+    """The ``re2`` module of the ``google-re2`` package (a dependency of tensorloop)."""
+    try:
+        import re2
+    except ImportError as exc:
+        raise UnsupportedOpError(
+            f"RegexFullMatch needs the google-re2 package, which cannot be imported ({exc}): "
+            "install it with `pip install google-re2`"
+        ) from None
+    return re2
 
 
 def _one_of(attrs: dict[str, Any], prefix: str, kinds: Mapping[str, type | None]) -> Array:
@@ -143,7 +220,8 @@ def _string_concat(ctx: InferContext) -> list[Type]:
 
 @op("RegexFullMatch", attrs={"pattern": AttrSpec(str, "")})
 def _regex_full_match(ctx: InferContext) -> list[Type]:
-    """True where the whole string matches ``pattern`` (RE2 syntax, run by Python's ``re``)."""
+    """True where the whole string matches ``pattern``, in RE2's syntax and semantics (as
+    onnxruntime runs it: linear time, no backreferences or lookaround, which are refused)."""
     x = expect_one_of(ctx, 0, {DType.string})
     with reported(ctx):
         compile_pattern(ctx.attr("pattern"))

@@ -233,11 +233,14 @@ def largest_sized(nodes: Iterable[Node]) -> Sized | None:
     (``allocation.predicted``)."""
     largest = None
     for node in nodes:
-        t = static_type(node.outputs[0]) if node.outputs and predicted(node.op) else None
-        if t is not None:
-            size = nbytes(t.static_shape, t.dtype)
-            if largest is None or size > largest[0]:
-                largest = (size, t.static_shape, t.dtype, f"{node.describe()} output #0")
+        if not predicted(node.op):
+            continue
+        for k, out in enumerate(node.outputs):
+            t = static_type(out)
+            if t is not None:
+                size = nbytes(t.static_shape, t.dtype)
+                if largest is None or size > largest[0]:
+                    largest = (size, t.static_shape, t.dtype, f"{node.describe()} output #{k}")
     return largest
 
 

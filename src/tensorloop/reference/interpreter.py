@@ -24,6 +24,7 @@ class Interpreter:
         self.state = state if state is not None else RunState(max_iterations=max_iterations)
         self._attrs: dict[int, dict[str, Any]] = {}
         self._labels: dict[int, str] = {}
+        self._drops: dict[int, tuple[Graph, list[list[Value]]]] = {}
 
     def run(
         self,
@@ -49,16 +50,27 @@ class Interpreter:
                 f"graph '{graph.name}' takes {len(graph.inputs)} arguments, got {len(args)}"
             )
         env: dict[Value, Any] = dict(zip(graph.inputs, args, strict=True))
-        record = self.state.record
+        state = self.state
+        record = state.record
         for param in graph.inputs:
             record(param.name, env[param])
-        for node in graph.nodes:
+        drops = self._drops.get(id(graph))
+        if drops is None or drops[0] is not graph:
+            drops = self._drops[id(graph)] = (graph, last_uses(graph))
+        for node, done in zip(graph.nodes, drops[1], strict=True):
             ins = [None if v is None else env[v] for v in node.inputs]
             outs = self.run_node(node, ins)
             for value, result in zip(node.outputs, outs, strict=True):
                 env[value] = result
+                state.hold(result, node)  # the run's live bytes: max_run_bytes
                 record(value.name, result)
-        return [env[v] for v in graph.outputs]
+            for value in done:
+                state.drop(env[value])
+        results = [env[v] for v in graph.outputs]
+        for v in dict.fromkeys(graph.outputs):  # handed to the caller, which holds its own
+            if v.producer is not None and v.producer.graph is graph:
+                state.drop(env[v])
+        return results
 
     def run_node(self, node: Node, inputs: Sequence[Any]) -> list[Any]:
         attrs = self._attrs.get(id(node))
@@ -68,13 +80,31 @@ class Interpreter:
         if predicted(node.op):
             check_outputs(self.state, node, attrs, inputs)
         ctx = KernelContext(node, attrs, self.run_graph, self.state)
-        if node.op == "Loop" and self.state.labelled:
+        if node.op == "Loop":  # labelled always: the budget's error names the loop path
             label = self._labels.get(id(node))
             if label is None:
                 label = self._labels[id(node)] = loop_label(node)
             with self.state.inside(label):
                 return invoke(get_kernel(node.op), ctx, inputs)
         return invoke(get_kernel(node.op), ctx, inputs)
+
+
+def last_uses(graph: Graph) -> list[list[Value]]:
+    """For each node of ``graph``, the values its nodes made that nothing reads after it (the
+    graph's outputs excepted): what the run may let go once the node has run."""
+    last: dict[Value, int] = {}
+    for k, node in enumerate(graph.nodes):
+        for v in node.outputs:
+            last[v] = k
+        for u in node.inputs:
+            if u is not None and u in last:
+                last[u] = k
+    outputs = set(graph.outputs)
+    done: list[list[Value]] = [[] for _ in graph.nodes]
+    for v, k in last.items():
+        if v not in outputs:
+            done[k].append(v)
+    return done
 
 
 def invoke(fn: Kernel, ctx: KernelContext, inputs: Sequence[Any]) -> list[Any]:

@@ -16,12 +16,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import GraphError, InputError, LoopLimitError, RunTimeoutError
+from ..errors import GraphError, InputError, LoopLimitError, ResourceLimitError, RunTimeoutError
 from ..ir.graph import Graph, Node
 from ..limits import (
     DEFAULT_LIMITS,
     Limits,
     check_shape,
+    format_bytes,
     stacked_limit_error,
 )
 from ..limits import (
@@ -93,6 +94,15 @@ class RunState:
     timeout: float | None = None
     deadline: float | None = None
     stacked_bytes: int = 0
+    total_iterations: int = 0
+    """Body runs of every loop at every depth so far (``Limits.max_total_iterations``)."""
+    live_bytes: int = 0
+    """Bytes of the buffers the run holds now (``Limits.max_run_bytes``): each buffer once,
+    however many values view it (``hold`` / ``drop``), and what a compiled plan reserves."""
+    peak_bytes: int = 0
+    """The most ``live_bytes`` has been in this run."""
+    _held: dict[int, list[Any]] = field(default_factory=dict, repr=False)
+    """The buffers held (``hold``), by id: [the buffer, how many holds, its bytes]."""
     observer: LoopObserver | None = None
     handoffs: list[Any] = field(default_factory=list)
     """What the backends running this run handed to other backends (``backends.base.Handoff``),
@@ -141,6 +151,9 @@ class RunState:
         tags traced values with ``i``."""
         if i >= self.max_iterations:
             raise loop_limit_error(where, self.max_iterations)
+        self.total_iterations += 1
+        if self.total_iterations > self.limits.max_total_iterations:
+            raise total_limit_error(where, self.loops, self.limits.max_total_iterations)
         if self.deadline is not None:
             self.check_deadline(where)
         if self.observer is not None:
@@ -151,6 +164,13 @@ class RunState:
             yield
         finally:
             self.path = outer
+
+    def plan_iterations(self, more: int, where: str) -> None:
+        """Refuse, before it starts, a loop ``where`` certain to make ``more`` iterations at
+        every depth (``ir.loop.fixed_runs``) that the run's budget cannot hold."""
+        limit = self.limits.max_total_iterations
+        if self.total_iterations + more > limit:
+            raise total_limit_error(where, self.loops, limit, (self.total_iterations, more))
 
     def loop_end(self, trips: int) -> None:
         """The loop running now ended after ``trips`` iterations: tells the observer."""
@@ -165,6 +185,51 @@ class RunState:
     def check_tensor(self, shape: Sequence[int], dtype: DType | None, where: str) -> None:
         """Refuse a tensor of ``shape`` about to be allocated ``where`` beyond the limits."""
         check_shape(shape, dtype, where, self.limits)
+
+    def check_room(self, size: int, where: str) -> None:
+        """Refuse ``size`` more bytes about to be allocated ``where`` if the run's live bytes
+        would pass ``Limits.max_run_bytes``."""
+        if self.live_bytes + size > self.limits.max_run_bytes:
+            raise run_bytes_error(where, self.live_bytes, size, self.limits.max_run_bytes)
+
+    def reserve(self, size: int, where: str) -> None:
+        """Count ``size`` bytes as live (checked first): memory a plan holds beside values."""
+        self.check_room(size, where)
+        self.live_bytes += size
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+
+    def release(self, size: int) -> None:
+        """Count ``size`` reserved bytes as free again."""
+        self.live_bytes -= size
+
+    def hold(self, value: Any, where: str | Node) -> None:
+        """Count the buffers of ``value`` (an array, a sequence's arrays) as held once more;
+        a buffer not held before adds its bytes, checked against ``Limits.max_run_bytes``
+        (made already: an op whose output size no prediction bounds is bounded by its
+        inputs)."""
+        for root in buffers_of(value):
+            entry = self._held.get(id(root))
+            if entry is not None:
+                entry[1] += 1
+                continue
+            size = int(root.nbytes)
+            if self.live_bytes + size > self.limits.max_run_bytes:
+                at = where.describe() if isinstance(where, Node) else where
+                raise run_bytes_error(at, self.live_bytes, size, self.limits.max_run_bytes)
+            self.live_bytes += size
+            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+            self._held[id(root)] = [root, 1, size]
+
+    def drop(self, value: Any) -> None:
+        """Undo one ``hold`` of ``value``: a buffer held no more frees its bytes."""
+        for root in buffers_of(value):
+            entry = self._held.get(id(root))
+            if entry is None:
+                continue
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._held[id(root)]
+                self.live_bytes -= entry[2]
 
     def add_stacked(self, size: int, where: str) -> None:
         """Count ``size`` more bytes of stacked loop outputs against ``max_stacked_bytes``."""
@@ -187,6 +252,51 @@ def loop_limit_error(where: str, limit: int) -> LoopLimitError:
     return LoopLimitError(
         f"{where}: still running after {limit} iterations "
         "(max_iterations); raise the limit if the loop is meant to run longer"
+    )
+
+
+def buffers_of(value: Any) -> list[np.ndarray[Any, Any]]:
+    """The memory blocks ``value`` keeps alive: each array's base (a view counts as the array it
+    views), a sequence's elements', none for None or a scalar."""
+    if isinstance(value, np.ndarray):
+        root = value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        return [root]
+    if isinstance(value, list):
+        return [b for item in value for b in buffers_of(item)]
+    return []
+
+
+def run_bytes_error(where: str, live: int, size: int, limit: int) -> ResourceLimitError:
+    """The error of a run refused ``size`` more bytes ``where`` while holding ``live``."""
+    return ResourceLimitError(
+        f"{where}: {format_bytes(size)} more would make the run hold "
+        f"{format_bytes(live + size)} at once, more than the limit of {format_bytes(limit)} "
+        "(Limits.max_run_bytes)"
+    )
+
+
+def total_limit_error(
+    where: str, path: Sequence[str], limit: int, planned: tuple[int, int] | None = None
+) -> LoopLimitError:
+    """The error of a run stopped ``where`` (the loop about to start an iteration; ``path``
+    the labels of the loops running, outermost first) by its budget of iterations in all;
+    ``planned``: (iterations made so far, iterations the loop is certain to make), for a loop
+    refused before it starts."""
+    inside = f" (loop path {' > '.join(path)})" if path else ""
+    if planned is not None:
+        done, more = planned
+        return LoopLimitError(
+            f"{where}{inside}: would make {more} loop iterations at every depth (its trips "
+            f"times those of the loops inside it), {done} made before it, more than the limit "
+            f"of {limit} in all (Limits.max_total_iterations); raise the limit if the model is "
+            "meant to run longer"
+        )
+    return LoopLimitError(
+        f"{where}{inside}: the run's loops, at every depth, have made {limit} iterations in "
+        "all (Limits.max_total_iterations; the trips of nested loops multiply); raise the "
+        "limit if the model is meant to run longer"
     )
 
 
@@ -336,6 +446,11 @@ def coerce_value(name: str, expected: Type, value: Any, prefix: str = "") -> Any
     else:
         try:
             raw = np.asarray(value)
+            if raw.dtype.kind == "c":  # no input is complex: NumPy would drop the imaginary part
+                raise InputError(
+                    f"{prefix}input '{name}': expected {expected}, got complex values "
+                    f"({raw.dtype.name}{list(raw.shape)})"
+                )
             arr = raw.astype(expected.dtype.numpy)
         except (TypeError, ValueError) as exc:
             raise InputError(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, file_kind, refuse_special_file
 from ..model import Model
 from ..tensor.types import TensorType
 
@@ -78,7 +78,7 @@ def read_input(spec: str) -> tuple[str, Any]:
     name, sep, raw = spec.partition("=")
     if not sep or not name:
         raise InputError(f"--input {spec!r}: expected NAME=FILE.npy or NAME=JSON")
-    if raw.endswith(".npy") or Path(raw).is_file():
+    if raw.endswith(".npy") or file_kind(raw) not in (None, "a folder"):  # a FIFO: refused
         data = read_numpy(raw, f"input '{name}': {raw}", ".npy")
         if not isinstance(data, np.ndarray):
             raise InputError(
@@ -87,7 +87,7 @@ def read_input(spec: str) -> tuple[str, Any]:
         return name, data
     try:
         return name, json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, nested too deep, 4300 digits or more
         raise InputError(f"input '{name}': {raw!r} is neither a .npy file nor JSON") from None
 
 
@@ -114,6 +114,7 @@ def read_numpy(path: str | os.PathLike[str], what: str, kind: str) -> Any:
     """An .npy file's array or an .npz file's arrays by name, read at once (the file is closed
     whatever happens; ``np.load`` leaves a broken .npz open); never a pickle. ``what`` names
     the file in an error, ``kind`` what it should have been."""
+    refuse_special_file(path, what, InputError)  # a FIFO or a device would block or never end
     try:
         with open(path, "rb") as f:
             if not f.read(6).startswith((b"PK", b"\x93NUMPY")):

@@ -8,14 +8,16 @@ tests pin the messages and the run-time checks on every numeric backend.
 from __future__ import annotations
 
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tensorloop as tl
-from tensorloop.errors import ExecutionError, FormatError
+from tensorloop.errors import ExecutionError, FormatError, ResourceLimitError
 from tensorloop.formats.openvino import reader
+from tensorloop.limits import node_count
 
 CORPUS = Path(__file__).parents[2] / "data" / "hostile"
 
@@ -107,3 +109,36 @@ def test_zero_trip_concatenation_is_empty(tmp_path: Path) -> None:
     final, stacked = model.run([empty, empty, h]).values()
     np.testing.assert_array_equal(final, h)
     assert stacked.shape == (0, 3)
+
+
+def test_layers_past_max_nodes_are_refused_before_any_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Limits.max_nodes counts the layers that become nodes (all but Parameter and Result),
+    bodies included, once the XML is parsed: no layer is read or converted past it."""
+    consts = "".join(
+        f'<layer id="{i}" name="c{i}" type="Const" version="opset1"/>' for i in range(3000)
+    )
+    path = tmp_path / "many.xml"
+    path.write_text(
+        f'<?xml version="1.0"?><net name="many" version="11"><layers>{consts}</layers></net>'
+    )
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a layer was read")
+
+    monkeypatch.setattr(reader, "_read_layer", never)
+    with pytest.raises(ResourceLimitError) as info:
+        tl.load(path, limits=tl.Limits(max_nodes=2999))
+    assert "many.xml: the IR holds 3000 layers" in str(info.value)
+    assert "more than the limit of 2999 nodes (Limits.max_nodes)" in str(info.value)
+    monkeypatch.undo()
+    loop = CORPUS / "ov_ok_loop.xml"
+    kinds = [el.get("type") for el in ET.parse(loop).iter("layer")]
+    layers = sum(kind not in ("Parameter", "Result") for kind in kinds)
+    with pytest.raises(ResourceLimitError, match=f"holds {layers} layers"):
+        tl.load(loop, limits=tl.Limits(max_nodes=layers - 1))
+    nodes = node_count(tl.load(loop).graph)  # converters may make more nodes than layers
+    assert tl.load(loop, limits=tl.Limits(max_nodes=nodes))
+    with pytest.raises(ResourceLimitError, match=r"Limits\.max_nodes"):
+        tl.load(loop, limits=tl.Limits(max_nodes=nodes - 1))

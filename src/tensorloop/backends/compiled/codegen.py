@@ -18,14 +18,14 @@ import numpy as np
 
 from ...ir.branch import If
 from ...ir.graph import Graph, Node, Value, static_type
-from ...ir.loop import Loop
+from ...ir.loop import Loop, fixed_runs
 from ...ir.opdef import get_opdef
 from ...limits import nbytes
 from ...passes.specialize import Sized
 from ...reference.allocation import predicted
 from ...reference.interpreter import conform
 from ...reference.kernels.control_flow import empty_stacked
-from ...reference.runtime import loop_label, loop_limit_error, timeout_error
+from ...reference.runtime import loop_label, loop_limit_error, timeout_error, total_limit_error
 from ...tensor.types import TensorType
 from . import support
 from .memory import VIEW_OPS, plan_buffers, plan_in_place
@@ -85,6 +85,7 @@ class Generator:
             "support": support,
             "conform": conform,
             "loop_limit_error": loop_limit_error,
+            "total_limit_error": total_limit_error,
             "timeout_error": timeout_error,
             "_monotonic": time.monotonic,
         }
@@ -96,6 +97,8 @@ class Generator:
         self.constants: dict[Value, Any] = {}
         self._count = 0
         self.nesting = 0
+        self.loop_path: list[str] = []
+        """The labels of the loops whose bodies are being written, outermost first."""
         self.handed_on: list[tuple[Node, str]] = []
         """Loops and Ifs whose bodies the plan leaves to the reference interpreter, and why."""
         self.why_not_inlined = ""
@@ -157,6 +160,7 @@ class Generator:
         args = [self.local(p) for p in graph.inputs]
         with self.src.block("def run(args, state):"):
             self.src.line("_max_iterations = state.max_iterations")
+            self.src.line("_max_total = state.limits.max_total_iterations")
             self.src.line("_deadline = state.deadline")
             static_check = len(self.src.lines)
             if self.trace:
@@ -185,14 +189,16 @@ class Generator:
 
     def guard(self, node: Node) -> None:
         """Check, before ``node`` runs, that its output (its size read from data) fits the run's
-        limits: once per run when its shape is static here, else each time it runs."""
-        types = [static_type(v) for v in node.outputs[:1]]
-        if types and types[0] is not None:
-            t = types[0]
-            size = nbytes(t.static_shape, t.dtype)
-            if self.largest is None or size > self.largest[0]:
-                where = f"{node.describe()} output #0"
-                self.largest = (size, t.static_shape, t.dtype, where)
+        limits: once per run when its outputs' shapes are all static here, else each time it
+        runs."""
+        types = [static_type(v) for v in node.outputs]
+        if types and all(t is not None for t in types):
+            for k, t in enumerate(types):
+                assert t is not None
+                size = nbytes(t.static_shape, t.dtype)
+                if self.largest is None or size > self.largest[0]:
+                    where = f"{node.describe()} output #{k}"
+                    self.largest = (size, t.static_shape, t.dtype, where)
             return
         check = self.bind(support.guard(node), f"guard_{node.op}")
         args = ", ".join(self.ref(v) for v in node.inputs)
@@ -293,11 +299,14 @@ class Generator:
         args += ["None" if v is None else self.names[v] for v in node.inputs]
         outs = [self.local(o) for o in node.outputs]
         call = f"{fn}({', '.join(args)})"
-        labelled = node.op == "Loop" and self.labelled  # its iterations carry its label
+        labelled = node.op == "Loop"  # its iterations carry its label (and the budget's error)
         if labelled:
             outer = self.fresh("loops")
             self.src.line(f"{outer} = state.loops")
-            self.src.line(f"state.loops = {outer} + ({loop_label(node)!r},)")
+            if self.labelled:
+                self.src.line(f"state.loops = {outer} + ({loop_label(node)!r},)")
+            else:  # the loops around it keep no labels: the path this plan gives it
+                self.src.line(f"state.loops = {(*self.loop_path, loop_label(node))!r}")
         if not outs:
             self.src.line(call)
         elif len(outs) == 1:
@@ -367,6 +376,17 @@ class Generator:
         """The statement that stops loop ``where`` at the iteration limit, as the reference."""
         self.src.line(f"raise loop_limit_error({self.bind(where, 'where')}, _max_iterations)")
 
+    def count_trips(self, where: str, label: str, trips: str) -> None:
+        """The statements that count ``trips`` more iterations of loop ``where`` (labelled
+        ``label``) against the run's budget, and stop the run as the reference does where
+        they pass it."""
+        path = self.bind((*self.loop_path, label), "path")
+        with self.src.block(f"if state.total_iterations + {trips} > _max_total:"):
+            self.src.line("state.total_iterations = _max_total")
+            where_name = self.bind(where, "where")
+            self.src.line(f"raise total_limit_error({where_name}, {path}, _max_total)")
+        self.src.line(f"state.total_iterations += {trips}")
+
     def loop(self, node: Node) -> bool:
         """Inline ``node`` as a while loop; False (nothing written) if planning cannot."""
         view = Loop(node)
@@ -409,11 +429,30 @@ class Generator:
             going = "" if initial is None else f" and bool(np.asarray({self.ref(initial)}))"
             with src.block(f"if _max_iterations < {n}{going}:"):
                 self.raise_limit(where)
+            with src.block(f"if {n} > 0{going}:"):
+                self.count_trips(where, loop_label(node), n)
             return True
+        if bounds and not view.can_stop_early:  # certain trips: refused now if too many
+            per_trip = 1 + fixed_runs(body)
+            path = self.bind((*self.loop_path, loop_label(node)), "path")
+            planned = f"{n} * {per_trip}"
+            with src.block(f"if state.total_iterations + {planned} > _max_total:"):
+                src.line(
+                    f"raise total_limit_error({self.bind(where, 'where')}, {path}, _max_total, "
+                    f"(state.total_iterations, {planned}))"
+                )
         it_param, carried_params, slice_params, inv_params = view.counts.split_params(body.inputs)
         carried_names = [self.local(p) for p in carried_params]
         for name, c in zip(carried_names, view.carried, strict=True):
             src.line(f"{name} = {self.ref(c.initial)}")
+        # Carried values whose size the plan does not know (they may grow every trip) count
+        # against the run's max_run_bytes while the loop runs.
+        growing = [n for n, p in zip(carried_names, carried_params, strict=True) if not _fixed(p)]
+        held = f"held_{k}"
+        if growing:
+            values, at = ", ".join(growing), self.bind(where, "where")
+            carry = f"support.carry(state, {{}}, ({values},), {at})"
+            src.line(f"{held} = {carry.format(0)}")
         for p, inv in zip(inv_params, view.invariants, strict=True):
             self.alias(p, inv.value)
         stacked = [self.fresh("stack") for _ in view.stacked]
@@ -452,12 +491,15 @@ class Generator:
             self.plan_buffers(body, 1 + view.counts.carried)
         self.nesting += 1
         where_name = self.bind(where, "where")
+        label = loop_label(node)
         with src.block(f"while {header}:"):
             with src.block("if _deadline is not None and _monotonic() > _deadline:"):
                 src.line(f"raise timeout_error({where_name}, state.timeout)")
             if not bounds:
                 with src.block(f"if {i} >= _max_iterations:"):
                     self.raise_limit(where)
+            self.count_trips(where, label, "1")
+            self.loop_path.append(label)
             if self.observed:
                 src.line(f"_on_iteration(labels_{k}, {i})")
             if self.trace:
@@ -510,7 +552,10 @@ class Generator:
                 lhs = ", ".join(c for c, _ in changed)
                 rhs = ", ".join(x for _, x in changed)
                 src.line(f"{lhs}, = {rhs},")
+            if growing:
+                src.line(f"{held} = {carry.format(held)}")
             src.line(f"{i} += 1")
+            self.loop_path.pop()
         self.nesting -= 1
         if self.trace:
             src.line(f"state.path = path_{k}")
@@ -522,6 +567,10 @@ class Generator:
                 self.raise_limit(where)
         if self.observed:
             src.line(f"_on_loop_end(labels_{k}, {i})")
+        if growing:
+            src.line(f"state.live_bytes -= {held}")
+        if stacked:  # the buffers become the outputs, which the run no longer counts
+            src.line(f"support.let_go(state, {', '.join(stacked)})")
 
         finals, outputs = view.counts.split_outputs(node.outputs)
         for out, name in zip(finals, carried_names, strict=True):
@@ -555,6 +604,11 @@ class Generator:
         for out in node.outputs:
             self.record(out)
         return True
+
+
+def _fixed(p: Value) -> bool:
+    """Whether a carried parameter's size is known to the plan (a static tensor type)."""
+    return static_type(p) is not None
 
 
 def _zero_trip(node: Node) -> Any:

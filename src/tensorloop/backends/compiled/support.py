@@ -15,7 +15,7 @@ from ...ir.opdef import get_opdef
 from ...reference.allocation import check_outputs
 from ...reference.interpreter import Interpreter, call_kernel, conform, invoke
 from ...reference.registry import KernelContext, get_kernel
-from ...reference.runtime import RunState
+from ...reference.runtime import RunState, buffers_of
 
 Array = np.ndarray[Any, Any]
 
@@ -59,6 +59,7 @@ def stack_alloc(
     if row:
         rows = min(rows, (state.limits.max_stacked_bytes - state.stacked_bytes) // row)
     state.add_stacked(rows * row, where)
+    state.reserve(rows * row, where)
     return np.empty((rows, *shape), dtype)
 
 
@@ -73,9 +74,29 @@ def stack_grow(state: RunState, buffer: Array, where: str) -> Array:
     if rows == n:
         state.add_stacked(row, where)  # raises: the next row does not fit
     state.add_stacked((rows - n) * row, where)
+    state.reserve((rows - n) * row, where)
     grown = np.empty((rows, *buffer.shape[1:]), buffer.dtype)
     grown[:n] = buffer
     return grown
+
+
+def let_go(state: RunState, *buffers: Array | None) -> None:
+    """A loop's stacked ``buffers`` (None: never started) leave the run's live bytes."""
+    state.release(sum(b.nbytes for b in buffers if b is not None))
+
+
+def carry(state: RunState, held: int, values: tuple[Any, ...], where: str) -> int:
+    """The bytes of a loop's carried ``values`` whose size the plan does not know, counted in
+    place of the ``held`` bytes of the previous trip's (each buffer once); a
+    ``ResourceLimitError`` where they would pass ``Limits.max_run_bytes``."""
+    seen: dict[int, int] = {}
+    for value in values:
+        for root in buffers_of(value):
+            seen[id(root)] = int(root.nbytes)
+    size = sum(seen.values())
+    state.release(held)
+    state.reserve(size, where)
+    return size
 
 
 def now() -> float:

@@ -180,15 +180,20 @@ class XlaIsland:
         started = time.perf_counter()
         self.compiled = self._compile()
         self.compile_seconds = time.perf_counter() - started
+        self.run_bytes = _run_bytes(self.compiled)
+        """What a run of the island allocates (XLA's memory analysis: its temporaries and
+        outputs), counted against the run's ``Limits.max_run_bytes`` before it runs."""
         self._host: CompiledExecutable | None = None
 
     def _function(self) -> Any:
         island = self.island
 
-        def fn(limit: Any, negzero: Any, operands: list[Any], inputs: list[Any]) -> Any:
+        def fn(limits: Any, negzero: Any, operands: list[Any], inputs: list[Any]) -> Any:
             pool = ConstantPool()
             pool.operands = dict(zip(self.operand_values, operands, strict=True))
-            ctx = LowerContext(self.options, limit, negzero, dict(self.capacities), pool)
+            capacities = dict(self.capacities)
+            ctx = LowerContext(self.options, limits[0], negzero, capacities, pool)
+            ctx.budget = limits[1]
             env: dict[Value, Any] = dict(zip(island.inputs, inputs, strict=True))
             for node in island.nodes:
                 args = [None if v is None else lookup(env, v, pool) for v in node.inputs]
@@ -205,7 +210,7 @@ class XlaIsland:
                     self.stacks[k] = value.spec
                     value = (value.buffer, value.count)
                 results.append(value)
-            return ctx.code, results
+            return ctx.code, ctx.count, results
 
         return fn
 
@@ -223,7 +228,7 @@ class XlaIsland:
             assert isinstance(t, TensorType) and t.shape is not None
             return _abstract(tuple(int(d) for d in t.shape), t.dtype.numpy)
 
-        limit = _abstract((), np.dtype(np.int64))
+        limit = _abstract((2,), np.dtype(np.int64))
         negzero = _abstract((), np.dtype(np.float64))
         operands = [_abstract(o.shape, o.dtype) for o in self.operands]
         inputs = [spec(v) for v in self.island.inputs]
@@ -242,20 +247,29 @@ class XlaIsland:
         return self._host
 
     def run(self, inputs: list[Any], state: RunState) -> tuple[int, list[Any]]:
-        limit = np.int64(state.max_iterations)
+        """Run the island: its fault code (0: none) and its outputs; the loop iterations it
+        made are added to ``state.total_iterations`` where it ran without a fault."""
+        state.check_room(self.run_bytes, f"XLA island of {len(self.island.nodes)} nodes")
+        budget = max(state.limits.max_total_iterations - state.total_iterations, 0)
+        limits = np.array([state.max_iterations, budget], np.int64)
         mesh = mesh_of(inputs)
         if mesh is None:
             inputs = [_on(x, self.device) for x in inputs]
-            code, results = self.compiled(limit, np.float64(-0.0), self.operands, inputs)
+            code, count, results = self.compiled(limits, np.float64(-0.0), self.operands, inputs)
         else:  # sharded: XLA partitions the island over the mesh (compiled on first use)
             inputs = [_onto(x, mesh) for x in inputs]
-            code, results = self.jitted(limit, np.float64(-0.0), self._on_mesh(mesh), inputs)
+            on_mesh = self._on_mesh(mesh)
+            code, count, results = self.jitted(limits, np.float64(-0.0), on_mesh, inputs)
         outs = []
         for k, value in enumerate(results):
             spec = self.stacks.get(k)
             outs.append(value if spec is None else DynamicStack(value[0], value[1], spec).finish())
-        # An island that can raise no fault returns code 0: not read back (a device sync).
-        return (int(code) if self.faults else 0), outs
+        # An island that can raise no fault returns code 0: not read back (a device sync). One
+        # with a loop can (its iteration limit), and its count is read with the code.
+        fault = int(code) if self.faults else 0
+        if self.faults and fault == 0:
+            state.total_iterations += int(count)
+        return fault, outs
 
     def _on_mesh(self, mesh: Any) -> list[Any]:
         """The island's large constants replicated over ``mesh`` (copied there once)."""
@@ -337,6 +351,16 @@ def _onto(value: Any, mesh: Any) -> Any:
     ):
         return value
     return jax.device_put(value, jax.sharding.NamedSharding(mesh, _REPLICATED))
+
+
+def _run_bytes(compiled: Any) -> int:
+    """The bytes a compiled island allocates when it runs (temporaries and outputs), as XLA's
+    memory analysis gives them; 0 where the platform gives none."""
+    try:
+        stats = compiled.memory_analysis()
+        return int(stats.temp_size_in_bytes) + int(stats.output_size_in_bytes)
+    except Exception:  # a platform without the analysis: the islands' shapes are static
+        return 0
 
 
 def _abstract(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
@@ -461,9 +485,14 @@ class JaxPlan:
             if fault.kind == "limit":
                 raise loop_limit_error(fault.where, state.max_iterations)
             if fault.kind == "grow" and fault.loop is not None:
-                if self._stacked_bytes(fault.loop) > state.limits.max_stacked_bytes:
+                grown = self._stacked_bytes(fault.loop)
+                if (
+                    grown > state.limits.max_stacked_bytes
+                    or state.live_bytes + grown > state.limits.max_run_bytes
+                ):
                     # the compiled backend stops it at the limit, as the reference does
-                    reason = f"{fault.where}: its stacked outputs reach max_stacked_bytes"
+                    limits = "max_stacked_bytes or max_run_bytes"
+                    reason = f"{fault.where}: its stacked outputs reach {limits}"
                     break
                 try:
                     step = self._grow(k, step, fault.loop)

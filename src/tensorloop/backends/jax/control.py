@@ -21,7 +21,7 @@ from typing import Any
 
 from ...ir.branch import If
 from ...ir.graph import Node
-from ...ir.loop import Loop, Stacked
+from ...ir.loop import Loop, Stacked, fixed_runs
 from ...tensor.types import TensorType, normalize_axis
 from .lowering import ConstantPool, Fault, JaxValue, LowerContext, lower_graph, lowers
 
@@ -97,6 +97,8 @@ def _loop(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValu
     where = node.describe()
     constants: ConstantPool = ctx.constants
     trips = _scanned(view.trips_given(lengths))
+    if trips is not None and trips * (1 + fixed_runs(view.body)) > MAX_SCAN_TRIPS:
+        trips = None  # nested scans of so many trips in all: a while loop the budget can stop
     if trips is not None:
         return _scan(ctx, view, trips, carried, sources, axes, invariants, constants, where)
     bound = view.bound_given(lengths)
@@ -106,13 +108,17 @@ def _loop(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValu
 def _body_fn(
     ctx: LowerContext, view: Loop, invariants: list[JaxValue], constants: ConstantPool
 ) -> Any:
-    """The body as a function ``(code, i, carried, slices) -> (code, cond, carried, ys)``."""
+    """The body as a function ``(code, count, i, carried, slices) -> (code, count, cond,
+    carried, ys)``: ``count`` the iterations made at every depth, this one included."""
 
-    def run(code: JaxValue, i: JaxValue, carried: list[Any], slices: list[Any]) -> Any:
-        inner = ctx.child(code)
+    def run(
+        code: JaxValue, count: JaxValue, i: JaxValue, carried: list[Any], slices: list[Any]
+    ) -> Any:
+        inner = ctx.child(code, count)
         results = lower_graph(inner, view.body, [i, *carried, *slices, *invariants], constants)
         step = view.counts.split_results(results)
-        return inner.code, step.continue_condition, list(step.carried), list(step.per_iteration)
+        cond = step.continue_condition
+        return inner.code, inner.count, cond, list(step.carried), list(step.per_iteration)
 
     return run
 
@@ -137,17 +143,20 @@ def _scan(
         x = jnp.flip(x, axis=0) if s.spec.reverse else x
         xs.append(lax.slice_in_dim(x, 0, n, axis=0))
     run = _body_fn(ctx, view, invariants, constants)
-    # More trips than the limit allows: the compiled backend reruns the island and stops at the
-    # limit, or at an error of an earlier iteration, in the reference's order.
+    # More trips than the limit allows, or than the budget of iterations in all: the compiled
+    # backend reruns the island and stops at the limit, or at an error of an earlier
+    # iteration, in the reference's order.
     ctx.deopt_unless(jnp.int64(n) <= ctx.limit, view.node)
+    ctx.deopt_unless(n <= (ctx.budget - ctx.count) // (1 + fixed_runs(view.body)), view.node)
 
     def step(state: Any, slices: Any) -> Any:
-        i, code, values = state
-        code, _, values, ys = run(code, i, values, list(slices))
-        return (i + 1, code, values), ys
+        i, code, count, values = state
+        code, count, _, values, ys = run(code, count + 1, i, values, list(slices))
+        return (i + 1, code, count, values), ys
 
-    (_, code, final), ys = lax.scan(step, (jnp.int64(0), ctx.code, list(carried)), xs, length=n)
-    ctx.code = code
+    start = (jnp.int64(0), ctx.code, ctx.count, list(carried))
+    (_, code, count, final), ys = lax.scan(step, start, xs, length=n)
+    ctx.code, ctx.count = code, count
     outputs = []
     for y, st in zip(ys, view.stacked, strict=True):
         y = jnp.flip(y, axis=0) if st.spec.reverse else y
@@ -193,13 +202,22 @@ def _while(
             ok = ok & (i < n)
         return ok
 
+    if not view.can_stop_early and (trip is not None or lengths):
+        # Certain trips (a run-time trip count too): more than the budget holds hands the
+        # island on, whose compiled backend refuses the loop before it starts.
+        trips = jnp.asarray(min(lengths)) if lengths else jnp.int64(2**62)
+        if trip is not None:
+            trips = jnp.minimum(trips, jnp.asarray(trip).reshape(()).astype(jnp.int64))
+        per_trip = 1 + fixed_runs(view.body)
+        ctx.deopt_unless(trips <= (ctx.budget - ctx.count) // per_trip, node)
+
     def keep_going(state: Any) -> JaxValue:
-        i, code, cond, _, _ = state
-        go = (code == 0) & cond & in_bounds(i) & (i < ctx.limit)
+        i, code, count, cond, _, _ = state
+        go = (code == 0) & cond & in_bounds(i) & (i < ctx.limit) & (count < ctx.budget)
         return go & (i < capacity) if stacked else go
 
     def step(state: Any) -> Any:
-        i, code, _, values, bufs = state
+        i, code, count, _, values, bufs = state
         slices = []
         for src, s, a, n in zip(sources, view.sliced, axes, lengths, strict=True):
             if n == 0:  # the loop never runs; XLA cannot index an empty axis even untaken
@@ -207,18 +225,21 @@ def _while(
                 continue
             idx = n - 1 - i if s.spec.reverse else i
             slices.append(lax.dynamic_index_in_dim(src, idx, axis=a, keepdims=False))
-        code, cond, values, ys = run(code, i, values, slices)
+        code, count, cond, values, ys = run(code, count + 1, i, values, slices)
         bufs = [
             lax.dynamic_update_index_in_dim(b, jnp.asarray(y).astype(b.dtype), i, axis=0)
             for b, y in zip(bufs, ys, strict=True)
         ]
-        return i + 1, code, jnp.asarray(cond).reshape(()).astype(bool), values, bufs
+        return i + 1, code, count, jnp.asarray(cond).reshape(()).astype(bool), values, bufs
 
-    state = (jnp.int64(0), ctx.code, start, list(carried), buffers)
-    i, code, cond, final, bufs = lax.while_loop(keep_going, step, state)
+    state = (jnp.int64(0), ctx.code, ctx.count, start, list(carried), buffers)
+    i, code, count, cond, final, bufs = lax.while_loop(keep_going, step, state)
     wants_more = (code == 0) & cond & in_bounds(i)
-    ctx.code = code
+    ctx.code, ctx.count = code, count
     ctx.fail_unless(~(wants_more & (i >= ctx.limit)), Fault("limit", where, node))
+    # Out of budget: the compiled backend reruns the island and stops where the reference does
+    # (the loop path in its error).
+    ctx.deopt_unless(~(wants_more & (count >= ctx.budget)), node)
     if growing:
         ctx.fail_unless(~(wants_more & (i >= capacity)), Fault("grow", where, node))
     outputs: list[Any] = []
@@ -247,17 +268,22 @@ def _if(ctx: LowerContext, node: Node, attrs: dict[str, Any], *inputs: JaxValue)
     constants: ConstantPool = ctx.constants
 
     def branch(graph: Any) -> Any:
-        def run(code: JaxValue, args: list[JaxValue]) -> Any:
-            inner = ctx.child(code)
-            return inner.code, lower_graph(inner, graph, args, constants)
+        def run(code: JaxValue, count: JaxValue, args: list[JaxValue]) -> Any:
+            inner = ctx.child(code, count)
+            return inner.code, inner.count, lower_graph(inner, graph, args, constants)
 
         return run
 
     pred = jnp.asarray(cond).reshape(()).astype(bool)
-    code, outs = lax.cond(
-        pred, branch(view.then_branch), branch(view.else_branch), ctx.code, list(captured)
+    code, count, outs = lax.cond(
+        pred,
+        branch(view.then_branch),
+        branch(view.else_branch),
+        ctx.code,
+        ctx.count,
+        list(captured),
     )
-    ctx.code = code
+    ctx.code, ctx.count = code, count
     return list(outs)
 
 

@@ -126,8 +126,9 @@ class Options:
 
 @dataclass
 class LowerContext:
-    """The state of one trace: the run-time operands every island takes (the iteration limit and
-    the contraction guard), the fault code being computed, and what the codes mean."""
+    """The state of one trace: the run-time operands every island takes (the iteration limit,
+    the budget of iterations in all and the contraction guard), the fault code and the count
+    of iterations being computed, and what the codes mean."""
 
     options: Options
     limit: JaxValue
@@ -136,15 +137,23 @@ class LowerContext:
     constants: ConstantPool
     faults: list[Fault] = field(default_factory=list)
     code: JaxValue = None
+    budget: JaxValue = None
+    """The loop iterations at every depth the island may still make (int64; the run's
+    ``Limits.max_total_iterations`` less what it made before the island)."""
+    count: JaxValue = None
+    """The loop iterations at every depth made so far in the trace (int64)."""
 
     def __post_init__(self) -> None:
         import jax.numpy as jnp
 
         if self.code is None:
             self.code = jnp.int32(0)
+        if self.count is None:
+            self.count = jnp.int64(0)
 
-    def child(self, code: JaxValue) -> LowerContext:
-        """A context for a body or branch, starting from ``code``; faults are shared."""
+    def child(self, code: JaxValue, count: JaxValue) -> LowerContext:
+        """A context for a body or branch, starting from ``code`` and ``count``; faults are
+        shared."""
         return LowerContext(
             self.options,
             self.limit,
@@ -153,6 +162,8 @@ class LowerContext:
             self.constants,
             self.faults,
             code,
+            self.budget,
+            count,
         )
 
     def fault(self, fault: Fault) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 import onnx
 
+from ...limits import DEFAULT_LIMITS, Limits
 from ...model import Model
 from .reader import read_graph, read_model
 
@@ -20,7 +21,9 @@ def load_onnx(
     constants that loading may fold into others (a GRU's weights sliced per gate)."""
     proto, source = read_model(model)
     source.trainable = trainable
-    return Model(read_graph(proto, source), **options)
+    limits = options.get("limits")  # Model refuses one that is not a Limits
+    graph = read_graph(proto, source, limits if isinstance(limits, Limits) else DEFAULT_LIMITS)
+    return Model(graph, **options)
 
 
 def load_file(path: str | os.PathLike[str], **options: Any) -> Model:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +13,17 @@ import numpy as np
 import onnx
 import onnx.inliner
 
-from ...errors import FormatError, TensorloopError, UnsupportedOpError
+from ...errors import (
+    FormatError,
+    ResourceLimitError,
+    TensorloopError,
+    UnsupportedOpError,
+    refuse_special_file,
+)
 from ...ir.emit import Emitter
 from ...ir.graph import Graph, Value
 from ...ir.opdef import get_opdef
+from ...limits import DEFAULT_LIMITS, Limits
 from ...passes.fold_constants import fold_node
 from ...tensor.types import OptionalType, SequenceType, TensorType, Type
 from .context import ConversionScope, NodeContext, Source
@@ -74,6 +81,7 @@ def parse_file(path: str | os.PathLike[str]) -> onnx.ModelProto:
     """The ModelProto in the file at ``path``, its external data left where it is; a FormatError
     naming the file if it is missing, empty or not a model. Nothing else is checked."""
     label = str(path)
+    refuse_special_file(path, label)  # a FIFO or a device: refused, not read (it may block)
     if Path(path).is_file() and Path(path).stat().st_size == 0:
         raise FormatError(f"{label}: the file is empty (0 bytes), not an ONNX model")
     try:
@@ -159,9 +167,10 @@ def _check_versions(proto: onnx.ModelProto, label: str) -> None:
             )
 
 
-def read_graph(proto: onnx.ModelProto, source: Source) -> Graph:
-    """The model's main graph as a tensorloop Graph (functions inlined, subgraphs closed)."""
-    proto = _inline_functions(proto, source)
+def read_graph(proto: onnx.ModelProto, source: Source, limits: Limits = DEFAULT_LIMITS) -> Graph:
+    """The model's main graph as a tensorloop Graph (functions inlined, subgraphs closed);
+    ``limits.max_nodes`` bounds the inlined graph, checked before inlining."""
+    proto = _inline_functions(proto, source, limits)
     _check_supported(proto, source)
     g = proto.graph
     graph = Graph(g.name or "main")
@@ -409,6 +418,7 @@ def external_tensor(t: onnx.TensorProto, source: Source, where: str) -> np.ndarr
             f"{where}: external data location '{location}' of '{t.name}' leaves the model "
             f"folder {base}: it resolves to {path}"
         )
+    refuse_special_file(path, f"{where}: external data file '{location}'")
     if not path.is_file():
         raise FormatError(f"{where}: external data file '{location}' does not exist")
     dt = onnx_dtype(t.data_type, where)
@@ -496,9 +506,201 @@ def _schema_function(domain: str, op_type: str, opset: int) -> bool:
     )
 
 
-def _inline_functions(proto: onnx.ModelProto, source: Source) -> onnx.ModelProto:
+FunctionKey = tuple[str, str, str]
+"""A model-local function as onnx's inliner matches a call to it: (domain, name, overload),
+the domain ``ai.onnx`` read as ``""``."""
+_SIZE_CAP = 1 << 256
+"""Predicted sizes saturate here (reported as more than 2**256), so the arithmetic on a hostile
+call tree stays on small ints."""
+
+
+def _domain(domain: str) -> str:
+    return "" if domain == "ai.onnx" else domain
+
+
+def _callee_key(node: onnx.NodeProto) -> FunctionKey:
+    return (_domain(node.domain), node.op_type, node.overload)
+
+
+def _function_key(function: onnx.FunctionProto) -> FunctionKey:
+    return (_domain(function.domain), function.name, function.overload)
+
+
+def _attribute_graphs(a: onnx.AttributeProto) -> list[onnx.GraphProto]:
+    """The graphs an attribute holds, as onnx's inliner finds them (whatever its type says)."""
+    return [a.g, *a.graphs] if a.HasField("g") else list(a.graphs)
+
+
+def _describe_function(key: FunctionKey) -> str:
+    domain, name, overload = key
+    return f"function '{name}' (domain '{domain}'{f', overload {overload!r}' if overload else ''})"
+
+
+def _size_text(n: int) -> str:
+    return "more than 2**256" if n >= _SIZE_CAP else str(n)
+
+
+class Expansion:
+    """What a function's body (or the main graph) becomes once model-local functions are
+    inlined: ``nodes`` nodes, plus ``uses[a]`` copies of the graphs a call binds to its
+    attribute ``a`` (onnx's inliner copies a graph-valued attribute wherever the body refers to
+    it); ``calls[key]``: copies of function ``key`` it inlines directly (for messages)."""
+
+    __slots__ = ("calls", "nodes", "uses")
+
+    def __init__(self) -> None:
+        self.nodes = 0
+        self.uses: dict[str, int] = {}
+        self.calls: dict[FunctionKey, int] = {}
+
+
+def _inlined_functions(proto: onnx.ModelProto) -> dict[FunctionKey, onnx.FunctionProto]:
+    """The model-local functions ``onnx.inliner.inline_local_functions`` inlines: those whose
+    opset imports agree with the model's (the others stay as calls)."""
+    model_opsets: dict[str, int] = {}
+    for imp in proto.opset_import:
+        model_opsets.setdefault(_domain(imp.domain), imp.version)
+    return {
+        _function_key(f): f
+        for f in proto.functions
+        if all(model_opsets.get(_domain(i.domain), i.version) == i.version for i in f.opset_import)
+    }
+
+
+def _callees(
+    nodes: Iterable[onnx.NodeProto], functions: dict[FunctionKey, onnx.FunctionProto]
+) -> list[FunctionKey]:
+    """The functions called anywhere in ``nodes``, bodies included, in order of first call."""
+    found: dict[FunctionKey, None] = {}
+    stack = [nodes]
+    while stack:
+        for node in stack.pop():
+            key = _callee_key(node)
+            if key in functions:
+                found[key] = None
+            stack += [g.node for a in node.attribute for g in _attribute_graphs(a)]
+    return list(found)
+
+
+def expand(
+    nodes: Iterable[onnx.NodeProto],
+    functions: dict[FunctionKey, onnx.FunctionProto],
+    sizes: dict[FunctionKey, Expansion],
+) -> Expansion:
+    """The ``Expansion`` of ``nodes`` (a graph's or a function's), given those of the functions
+    they call (``sizes``): a plain op is one node and its bodies; a call is its function's
+    nodes and, for each graph it passes as attribute ``a``, that graph's nodes ``uses[a]``
+    times. Walked without recursion, each node once."""
+    out = Expansion()
+    stack: list[tuple[Iterable[onnx.NodeProto], int]] = [(nodes, 1)]
+    while stack:
+        body, times = stack.pop()
+        for node in body:
+            key = _callee_key(node)
+            if key not in functions:
+                out.nodes = min(out.nodes + times, _SIZE_CAP)
+                for a in node.attribute:
+                    if a.ref_attr_name:  # bound to the graph (or value) the call passes
+                        out.uses[a.ref_attr_name] = min(
+                            out.uses.get(a.ref_attr_name, 0) + times, _SIZE_CAP
+                        )
+                    else:
+                        stack += [(g.node, times) for g in _attribute_graphs(a)]
+                continue
+            callee = sizes[key]
+            out.nodes = min(out.nodes + times * callee.nodes, _SIZE_CAP)
+            out.calls[key] = min(out.calls.get(key, 0) + times, _SIZE_CAP)
+            bound = {a.name: a for a in node.attribute}
+            for name, uses in callee.uses.items():
+                a = bound.get(name)
+                if a is None:
+                    continue  # onnx's inliner drops a reference the call does not bind
+                copies = min(times * uses, _SIZE_CAP)
+                if a.ref_attr_name:
+                    out.uses[a.ref_attr_name] = min(
+                        out.uses.get(a.ref_attr_name, 0) + copies, _SIZE_CAP
+                    )
+                else:
+                    stack += [(g.node, copies) for g in _attribute_graphs(a)]
+    return out
+
+
+def function_sizes(
+    proto: onnx.ModelProto, label: str
+) -> tuple[dict[FunctionKey, onnx.FunctionProto], dict[FunctionKey, Expansion]]:
+    """The model-local functions onnx's inliner will inline, and the ``Expansion`` of each
+    that the main graph reaches, callees first (an iterative depth-first walk, each function
+    walked once); a function that calls itself, directly or through others, is a FormatError
+    naming the cycle."""
+    functions = _inlined_functions(proto)
+    sizes: dict[FunctionKey, Expansion] = {}
+    if not functions:
+        return functions, sizes
+    for root in _callees(proto.graph.node, functions):
+        if root in sizes:
+            continue
+        path, on_path = [root], {root}
+        stack = [iter(_callees(functions[root].node, functions))]
+        while stack:
+            key = next(stack[-1], None)
+            if key is None:
+                done = path.pop()
+                on_path.discard(done)
+                stack.pop()
+                sizes[done] = expand(functions[done].node, functions, sizes)
+            elif key in on_path:
+                cycle = " -> ".join(f"'{k[1]}'" for k in (*path[path.index(key) :], key))
+                raise FormatError(
+                    f"{label}: cannot inline model-local functions: {_describe_function(key)} "
+                    f"calls itself ({cycle}); model-local functions must not be recursive"
+                )
+            elif key not in sizes:
+                path.append(key)
+                on_path.add(key)
+                stack.append(iter(_callees(functions[key].node, functions)))
+    return functions, sizes
+
+
+def _check_inlined_size(proto: onnx.ModelProto, label: str, limits: Limits) -> None:
+    """Refuse, before onnx's inliner builds it, a model whose main graph would hold more than
+    ``limits.max_nodes`` nodes once model-local functions are inlined (functions that call
+    each other twice, 64 deep, make 2**64), naming the chain of functions that grows it."""
+    functions, sizes = function_sizes(proto, label)
+    main = expand(proto.graph.node, functions, sizes)
+    if main.nodes <= limits.max_nodes:
+        return
+    limit = f"more than the limit of {limits.max_nodes} (Limits.max_nodes)"
+    graph = f"graph '{proto.graph.name}'"
+    if not main.calls:
+        raise ResourceLimitError(
+            f"{label}: {graph} holds {main.nodes} nodes, bodies included, {limit}"
+        )
+    chain: list[tuple[FunctionKey, int]] = []  # (function, copies its caller makes)
+    calls = main.calls
+    while calls:  # follow the largest callee down: no function calls itself, so this ends
+        key = max(calls, key=lambda k: calls[k] * sizes[k].nodes)
+        chain.append((key, calls[key]))
+        calls = sizes[key].calls
+    (first, copies) = chain[0]
+    text = f"{_describe_function(first)} expands to {_size_text(sizes[first].nodes)} nodes"
+    for i, (key, times) in enumerate(chain[1:4], 1):
+        caller = chain[i - 1][0]
+        text += " " if i == 1 else f", '{caller[1]}' to {_size_text(sizes[caller].nodes)} "
+        text += f"through '{key[1]}' x{_size_text(times)}"
+    raise ResourceLimitError(
+        f"{label}: inlining its model-local functions would make {_size_text(main.nodes)} "
+        f"nodes, {limit}: {text}{', ...' if len(chain) > 4 else ''} (a chain of {len(chain)} "
+        f"function(s); {graph} calls '{first[1]}' x{_size_text(copies)})"
+    )
+
+
+def _inline_functions(
+    proto: onnx.ModelProto, source: Source, limits: Limits = DEFAULT_LIMITS
+) -> onnx.ModelProto:
     """Inline model-local functions, then schema functions of ops tensorloop has no kernel for
-    (ONNX defines many ops as functions of simpler ones)."""
+    (ONNX defines many ops as functions of simpler ones). Each step is bounded by
+    ``limits.max_nodes``: the first checked on the predicted size before it runs."""
+    _check_inlined_size(proto, source.label, limits)
     if proto.functions:
         try:
             proto = onnx.inliner.inline_local_functions(proto)
@@ -520,9 +722,17 @@ def _inline_functions(proto: onnx.ModelProto, source: Source) -> onnx.ModelProto
         inlined: onnx.ModelProto = onnx.inliner.inline_selected_functions(
             proto, sorted(wanted), inline_schema_functions=True
         )
-        return inlined
     except Exception:  # a context-dependent body that could not be built stays unsupported
         return proto
+    count = sum(1 for _ in _walk_nodes(inlined.graph))  # ONNX's own bodies: a bounded growth
+    if count > limits.max_nodes:
+        ops = ", ".join(f"{d + '.' if d else ''}{op}" for d, op in sorted(wanted))
+        raise ResourceLimitError(
+            f"{source.label}: inlining the ONNX function bodies of {ops} (ops tensorloop has no "
+            f"kernel for) makes {count} nodes, more than the limit of {limits.max_nodes} "
+            "(Limits.max_nodes)"
+        )
+    return inlined
 
 
 def _check_supported(proto: onnx.ModelProto, source: Source) -> None:

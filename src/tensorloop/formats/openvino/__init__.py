@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ...limits import DEFAULT_LIMITS, Limits
 from ...model import Model
 from .convert import Source, convert_model
 from .reader import Weights, read_xml
@@ -15,7 +16,8 @@ def load_openvino(
     path: str | os.PathLike[str], bin_path: str | os.PathLike[str] | None = None, **options: Any
 ) -> Model:
     """Read ``model.xml`` and its weights (``model.bin`` beside it, or ``bin_path``)."""
-    net = read_xml(path)
+    limits = options.get("limits")  # Model refuses one that is not a Limits
+    net = read_xml(path, limits if isinstance(limits, Limits) else DEFAULT_LIMITS)
     weights = Weights(bin_path if bin_path is not None else Path(path).with_suffix(".bin"))
     graph = convert_model(net, Source(str(path), weights))
     return Model(graph, **options)

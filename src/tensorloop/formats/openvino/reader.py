@@ -14,7 +14,8 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 import numpy as np
 
-from ...errors import FormatError
+from ...errors import FormatError, ResourceLimitError, refuse_special_file
+from ...limits import DEFAULT_LIMITS, Limits
 from ...tensor.dtypes import DType, string_array
 from ...tensor.types import UNKNOWN, Dim
 from .document import Branch, Edge, Layer, Net, Port, PortMapEntry
@@ -78,8 +79,12 @@ def split_names(text: str) -> tuple[str, ...]:
     return tuple(p.replace("\\,", ",").strip() for p in parts if p.strip())
 
 
-def read_xml(xml_path: str | os.PathLike[str]) -> Net:
+def read_xml(xml_path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -> Net:
+    """The IR document, read safely: at most MAX_XML_BYTES, no DTD or entities, elements nested
+    at most MAX_XML_DEPTH deep, and at most ``limits.max_nodes`` layers (bodies included) that
+    become nodes, counted before any is converted."""
     where = str(xml_path)
+    refuse_special_file(xml_path, where)  # a FIFO or a device: refused, not read (it may block)
     try:
         size = Path(xml_path).stat().st_size
         if size > MAX_XML_BYTES:
@@ -97,6 +102,7 @@ def read_xml(xml_path: str | os.PathLike[str]) -> Net:
     except (ET.ParseError, ValueError, LookupError) as exc:  # bytes or an encoding it can't read
         raise FormatError(f"{where}: malformed XML: {exc}") from None
     _check_depth(root, where)
+    _check_layer_count(root, where, limits)
     if root.tag != "net":
         raise FormatError(f"{where}: root element is <{root.tag}>, expected <net>")
     version_text = root.get("version", "")
@@ -119,6 +125,17 @@ def _check_depth(root: Any, where: str) -> None:
                 f"{MAX_XML_DEPTH} tensorloop reads"
             )
         stack.extend((child, depth + 1) for child in el)
+
+
+def _check_layer_count(root: Any, where: str, limits: Limits) -> None:
+    """Refuse a document whose layers that become nodes (all but Parameter and Result, which
+    become a graph's inputs and outputs), bodies included, are more than ``max_nodes``."""
+    count = sum(1 for el in root.iter("layer") if el.get("type") not in ("Parameter", "Result"))
+    if count > limits.max_nodes:
+        raise ResourceLimitError(
+            f"{where}: the IR holds {count} layers (bodies included, Parameter and Result "
+            f"left out), more than the limit of {limits.max_nodes} nodes (Limits.max_nodes)"
+        )
 
 
 def _read_net(element: Any, name: str, version: int, where: str, depth: int = 0) -> Net:
@@ -261,6 +278,8 @@ class Weights:
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = None if path is None else str(path)
         self._data: np.ndarray[Any, Any] | None = None
+        if path is not None:
+            refuse_special_file(path, str(path))  # a FIFO, a device or a folder as the .bin
         if path is not None and Path(path).is_file() and Path(path).stat().st_size > 0:
             self._data = np.memmap(path, dtype=np.uint8, mode="r")
 

@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import ExecutionError, TensorloopError
 from ...ir.branch import If
 from ...ir.graph import Node
-from ...ir.loop import Loop, Stacked, result_types_for
+from ...ir.loop import Loop, Stacked, fixed_runs, result_types_for
 from ...tensor.types import TensorType, Type, normalize_axis
 from ..registry import KernelContext, kernel
 
@@ -30,22 +30,34 @@ def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
     bounds = [int(np.asarray(max_trip_count))] if max_trip_count is not None else []
     bounds += [np.shape(src)[a] for src, a in zip(sources, axes, strict=True)]
     cond = True if initial_condition is None else bool(np.asarray(initial_condition))
+    if bounds and cond and not view.can_stop_early:  # certain trips: the budget holds them?
+        ctx.state.plan_iterations(min(bounds) * (1 + fixed_runs(body)), ctx.where)
     i, per_iteration = 0, [[] for _ in stacked]  # type: tuple[int, list[list[Any]]]
+    state = ctx.state
+    state.hold(carried, ctx.where)  # the loop holds its carried values and its stacked rows
     while all(i < b for b in bounds) and cond:
         slices = [
             _row(src, a, np.shape(src)[a] - 1 - i if sl.reverse else i)
             for src, sl, a in zip(sources, sliced, axes, strict=True)
         ]
-        with ctx.state.iteration(i, ctx.where):
+        with state.iteration(i, ctx.where):
+            state.hold(slices, ctx.where)
             results = ctx.run_graph(body, [np.int64(i), *carried, *slices, *invariants])
+            state.drop(slices)
         step = counts.split_results(results)
         cond = bool(np.asarray(step.continue_condition))
+        state.hold(list(step.carried), ctx.where)
+        state.drop(carried)
         carried = list(step.carried)
         for acc, y in zip(per_iteration, step.per_iteration, strict=True):
-            ctx.state.add_stacked(int(getattr(y, "nbytes", 0)), ctx.where)
+            state.add_stacked(int(getattr(y, "nbytes", 0)), ctx.where)
+            state.hold(y, ctx.where)
             acc.append(y)
         i += 1
-    ctx.state.loop_end(i)
+    state.drop(carried)
+    for acc in per_iteration:
+        state.drop(acc)
+    state.loop_end(i)
     if stacked and not per_iteration[0]:
         return (*carried, *empty_stacked(ctx.node, carried, sources, invariants))
     outputs = [

@@ -80,8 +80,11 @@ def string_concat(ctx: KernelContext, x: Any, y: Any) -> Array:
 @kernel("RegexFullMatch")
 def regex_full_match(ctx: KernelContext, x: Any) -> Array:
     x = np.asarray(x)
-    pattern = compile_pattern(ctx.attr("pattern"))
-    matched = [pattern.fullmatch(s) is not None for s in x.reshape(-1)]
+    try:
+        pattern = compile_pattern(ctx.attr("pattern"))  # RE2, as the op's type rule checked
+    except ValueError as exc:
+        raise fail(ctx, str(exc)) from None
+    matched = [pattern.fullmatch(s) for s in x.reshape(-1).tolist()]
     return np.array(matched, dtype=bool).reshape(x.shape)
 
 
