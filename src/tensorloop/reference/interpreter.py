@@ -24,7 +24,8 @@ class Interpreter:
         self.state = state if state is not None else RunState(max_iterations=max_iterations)
         self._attrs: dict[int, dict[str, Any]] = {}
         self._labels: dict[int, str] = {}
-        self._drops: dict[int, tuple[Graph, list[list[Value]]]] = {}
+        self._drops: dict[int, tuple[Graph, list[list[Value]], list[Value]]] = {}
+        """Per graph: what to let go after each node, and the outputs its nodes made."""
 
     def run(
         self,
@@ -56,7 +57,8 @@ class Interpreter:
             record(param.name, env[param])
         drops = self._drops.get(id(graph))
         if drops is None or drops[0] is not graph:
-            drops = self._drops[id(graph)] = (graph, last_uses(graph))
+            made = [v for v in dict.fromkeys(graph.outputs) if v.producer is not None]
+            drops = self._drops[id(graph)] = (graph, last_uses(graph), made)
         for node, done in zip(graph.nodes, drops[1], strict=True):
             ins = [None if v is None else env[v] for v in node.inputs]
             outs = self.run_node(node, ins)
@@ -67,9 +69,8 @@ class Interpreter:
             for value in done:
                 state.drop(env[value])
         results = [env[v] for v in graph.outputs]
-        for v in dict.fromkeys(graph.outputs):  # handed to the caller, which holds its own
-            if v.producer is not None and v.producer.graph is graph:
-                state.drop(env[v])
+        for v in drops[2]:  # handed to the caller, which holds its own
+            state.drop(env[v])
         return results
 
     def run_node(self, node: Node, inputs: Sequence[Any]) -> list[Any]:

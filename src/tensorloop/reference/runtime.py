@@ -207,28 +207,47 @@ class RunState:
         a buffer not held before adds its bytes, checked against ``Limits.max_run_bytes``
         (made already: an op whose output size no prediction bounds is bounded by its
         inputs)."""
+        if type(value) is np.ndarray:  # the common case, without a list
+            root = value if value.base is None else _root(value)
+            entry = self._held.get(id(root))
+            if entry is not None:
+                entry[1] += 1
+            else:
+                self._hold_new(root, where)
+            return
         for root in buffers_of(value):
             entry = self._held.get(id(root))
             if entry is not None:
                 entry[1] += 1
-                continue
-            size = int(root.nbytes)
-            if self.live_bytes + size > self.limits.max_run_bytes:
-                at = where.describe() if isinstance(where, Node) else where
-                raise run_bytes_error(at, self.live_bytes, size, self.limits.max_run_bytes)
-            self.live_bytes += size
-            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
-            self._held[id(root)] = [root, 1, size]
+            else:
+                self._hold_new(root, where)
+
+    def _hold_new(self, root: np.ndarray[Any, Any], where: str | Node) -> None:
+        size = root.nbytes
+        live = self.live_bytes + size
+        if live > self.limits.max_run_bytes:
+            at = where.describe() if isinstance(where, Node) else where
+            raise run_bytes_error(at, self.live_bytes, size, self.limits.max_run_bytes)
+        self.live_bytes = live
+        if live > self.peak_bytes:
+            self.peak_bytes = live
+        self._held[id(root)] = [root, 1, size]
 
     def drop(self, value: Any) -> None:
         """Undo one ``hold`` of ``value``: a buffer held no more frees its bytes."""
-        for root in buffers_of(value):
-            entry = self._held.get(id(root))
+        if type(value) is np.ndarray:
+            root = value if value.base is None else _root(value)
+            roots: Any = (root,)
+        else:
+            roots = buffers_of(value)
+        held = self._held
+        for root in roots:
+            entry = held.get(id(root))
             if entry is None:
                 continue
             entry[1] -= 1
             if entry[1] == 0:
-                del self._held[id(root)]
+                del held[id(root)]
                 self.live_bytes -= entry[2]
 
     def add_stacked(self, size: int, where: str) -> None:
@@ -253,6 +272,13 @@ def loop_limit_error(where: str, limit: int) -> LoopLimitError:
         f"{where}: still running after {limit} iterations "
         "(max_iterations); raise the limit if the loop is meant to run longer"
     )
+
+
+def _root(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The array whose memory ``array`` views (itself where it owns its memory)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 def buffers_of(value: Any) -> list[np.ndarray[Any, Any]]:

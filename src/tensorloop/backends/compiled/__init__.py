@@ -240,7 +240,7 @@ class CompiledExecutable:
         plan = self.plan(args, state.trace_names, state.observer is not None)
         saved = dict(state.variables) if self._stateful else None
         stacked, handed = state.stacked_bytes, len(state.handoffs)
-        live, held = state.live_bytes, dict(state._held)
+        live, held, total = state.live_bytes, dict(state._held), state.total_iterations
         plan.handoffs.start(state)
         try:
             return plan.run(args, state)
@@ -257,7 +257,7 @@ class CompiledExecutable:
         state.path = ()
         state.loops = ()
         state.stacked_bytes = stacked
-        state.live_bytes, state._held = live, held
+        state.live_bytes, state._held, state.total_iterations = live, held, total
         del state.handoffs[handed:]
         nodes = tuple(label(n) for n in self.graph.nodes if n.op != "Constant")
         plan.handoffs.record(state, Handoff(nodes, NAME, "reference", reason, RUN))

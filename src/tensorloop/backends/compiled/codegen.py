@@ -471,6 +471,13 @@ class Generator:
                 )
                 src.line(f"{cap} = len({b})")
         src.line(f"{i} = 0")
+        # A loop with no body inside its body counts its trips in a local, in the run's count
+        # when it ends; one around other loops keeps the run's count up to date every trip.
+        leaf = not any(n.subgraphs for n in body.nodes)
+        base, room = f"base_{k}", f"room_{k}"
+        if leaf:
+            src.line(f"{base} = state.total_iterations")
+            src.line(f"{room} = _max_total - {base}")
         if self.trace:
             src.line(f"path_{k} = state.path")
         if self.labelled:
@@ -498,7 +505,13 @@ class Generator:
             if not bounds:
                 with src.block(f"if {i} >= _max_iterations:"):
                     self.raise_limit(where)
-            self.count_trips(where, label, "1")
+            if leaf:
+                with src.block(f"if {i} >= {room}:"):
+                    src.line("state.total_iterations = _max_total")
+                    path = self.bind((*self.loop_path, label), "path")
+                    src.line(f"raise total_limit_error({where_name}, {path}, _max_total)")
+            else:
+                self.count_trips(where, label, "1")
             self.loop_path.append(label)
             if self.observed:
                 src.line(f"_on_iteration(labels_{k}, {i})")
@@ -557,6 +570,8 @@ class Generator:
             src.line(f"{i} += 1")
             self.loop_path.pop()
         self.nesting -= 1
+        if leaf:
+            src.line(f"state.total_iterations = {base} + {i}")
         if self.trace:
             src.line(f"state.path = path_{k}")
         if self.labelled:

@@ -41,9 +41,11 @@ def loop(ctx: KernelContext, *inputs: Any) -> tuple[Any, ...]:
             for src, sl, a in zip(sources, sliced, axes, strict=True)
         ]
         with state.iteration(i, ctx.where):
-            state.hold(slices, ctx.where)
+            if slices:
+                state.hold(slices, ctx.where)
             results = ctx.run_graph(body, [np.int64(i), *carried, *slices, *invariants])
-            state.drop(slices)
+            if slices:
+                state.drop(slices)
         step = counts.split_results(results)
         cond = bool(np.asarray(step.continue_condition))
         state.hold(list(step.carried), ctx.where)
