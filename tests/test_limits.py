@@ -143,6 +143,8 @@ def test_defaults_are_safe_and_documented() -> None:
     assert (limits.max_rank, limits.max_nesting_depth) == (64, 64)
     assert limits.max_iterations == tl.DEFAULT_MAX_ITERATIONS
     assert limits.max_nodes == DEFAULT_MAX_NODES == 1_000_000
+    assert limits.max_total_iterations == 10_000_000
+    assert limits.max_run_bytes == 16 << 30
     assert limits.timeout is None
     doc = (Path(__file__).parents[1] / "docs" / "security.md").read_text(encoding="utf-8")
     section = doc.split("## Limits", 1)[1]
@@ -153,7 +155,9 @@ def test_defaults_are_safe_and_documented() -> None:
         ("max_nesting_depth", "64"),
         ("max_nodes", "1 000 000"),
         ("max_iterations", "1 000 000"),
-        ("timeout", "`None`"),
+        ("max_total_iterations", "10 000 000"),
+        ("max_run_bytes", "16 GiB"),
+        ("timeout", "`None` (the CLI: 600 s)"),
     ]:
         assert re.search(rf"\| `{name}` \| {re.escape(default)} \|", section), name
 

@@ -207,11 +207,15 @@ def check_outputs(
     shapes = output_shapes(node, attrs, inputs)
     if shapes is None:
         return
-    total = 0
+    limits, total = state.limits, 0
     for k, (shape, value) in enumerate(zip(shapes, node.outputs, strict=True)):
-        if shape is not None:
-            state.check_tensor(shape, _dtype(value), f"{node.describe()} output #{k}")
-            total += nbytes(shape, _dtype(value))
+        if shape is None:
+            continue
+        dtype = _dtype(value)
+        size = nbytes(shape, dtype)
+        if size > limits.max_tensor_bytes or len(shape) > limits.max_rank:
+            state.check_tensor(shape, dtype, f"{node.describe()} output #{k}")  # raises
+        total += size
     if total > ROOM_CHECKED:  # smaller outputs are counted as they are made (RunState.hold)
         state.check_room(total, f"{node.describe()}'s outputs")
 

@@ -64,13 +64,16 @@ class Interpreter:
             outs = self.run_node(node, ins)
             for value, result in zip(node.outputs, outs, strict=True):
                 env[value] = result
-                state.hold(result, node)  # the run's live bytes: max_run_bytes
+                if counted(result):  # the run's live bytes: max_run_bytes
+                    state.hold(result, node)
                 record(value.name, result)
             for value in done:
-                state.drop(env[value])
+                if counted(env[value]):
+                    state.drop(env[value])
         results = [env[v] for v in graph.outputs]
         for v in drops[2]:  # handed to the caller, which holds its own
-            state.drop(env[v])
+            if counted(env[v]):
+                state.drop(env[v])
         return results
 
     def run_node(self, node: Node, inputs: Sequence[Any]) -> list[Any]:
@@ -88,6 +91,17 @@ class Interpreter:
             with self.state.inside(label):
                 return invoke(get_kernel(node.op), ctx, inputs)
         return invoke(get_kernel(node.op), ctx, inputs)
+
+
+SMALL_BYTES = 4096
+"""Arrays a graph's nodes make of fewer bytes than this are not counted in the run's live bytes
+(``Limits.max_run_bytes``): at most this much per value of the graphs running, where counting
+would cost more than the value. Sequences, carried values and stacked rows are always counted."""
+
+
+def counted(value: Any) -> bool:
+    """Whether a node's output ``value`` counts in the run's live bytes (``SMALL_BYTES``)."""
+    return type(value) is not np.ndarray or value.nbytes >= SMALL_BYTES
 
 
 def last_uses(graph: Graph) -> list[list[Value]]:
