@@ -365,8 +365,17 @@ def run_direction(
     """
     w, r, b, p = weights
     bias, invariants = cell.kind.prepare(em, cell, r, b, p)
-    # One MatMul projects every step's input at once; the loop only slices it.
-    xw = em.op("MatMul", [x, em.op("Transpose", [w], {"perm": [1, 0]})])
+    # One MatMul projects every step's input at once; the loop only slices it. Each step is a
+    # matrix of the product's stack, so a step's rows round as they would in a run of any other
+    # length: BLAS rounds a matrix's rows by how many there are (OpenBLAS's AVX2 kernels do), so
+    # time must not be a matrix's row axis, or a stream's chunks would round otherwise than the
+    # whole sequence. Batch-first, each (row, step) becomes a one-row matrix.
+    wt = em.op("Transpose", [w], {"perm": [1, 0]})
+    if time_axis == 0:
+        xw = em.op("MatMul", [x, wt])
+    else:
+        rows = em.op("MatMul", [em.op("Unsqueeze", [x, em.ints([2])]), wt])
+        xw = em.op("Squeeze", [rows, em.ints([2])])
     if bias is not None:
         xw = em.op("Add", [xw, bias])
     return _loop(em, cell, xw, time_axis, initial, invariants, masks, reverse, want_y)
