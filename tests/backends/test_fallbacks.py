@@ -332,3 +332,48 @@ def test_auto_raises_a_compile_bug_instead_of_staying_on_compiled(
     with pytest.raises(KeyError, match="a bug in planning"):
         model.run(feed, backend="auto")
     assert model.run(feed, backend="auto")["y"] == 9.0  # raised once: the compiled tier answers
+
+
+def _scan_with_bad_axis_under_if(path: Path) -> Path:
+    """An ONNX If whose then-branch holds a Scan over an input of unknown rank, slicing on an
+    axis that input does not have (axis 5 of a matrix): the run on the then-branch fails,
+    the else-branch runs (found by the onnx fuzzer: the compiled backend handed the Scan on)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    def value(name: str, shape: list[int] | None) -> onnx.ValueInfoProto:
+        return h.make_tensor_value_info(name, T.FLOAT, shape)
+
+    body = h.make_graph(
+        [h.make_node("Add", ["s", "x"], ["s2"]), h.make_node("Identity", ["s2"], ["y"])],
+        "body",
+        [value("s", [3]), value("x", [3])],
+        [value("s2", [3]), value("y", [3])],
+    )
+    scan = h.make_node(
+        "Scan", ["s0", "xs"], ["sf", "ys"], body=body, num_scan_inputs=1, scan_input_axes=[5]
+    )
+    then = h.make_graph([scan], "then", [], [value("sf", None)])
+    other = h.make_graph([h.make_node("Identity", ["s0"], ["s1"])], "else", [], [value("s1", None)])
+    top = h.make_node("If", ["c"], ["out"], then_branch=then, else_branch=other)
+    graph = h.make_graph(
+        [top],
+        "g",
+        [h.make_tensor_value_info("c", T.BOOL, []), value("s0", [3]), value("xs", None)],
+        [value("out", None)],
+    )
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 16)]), path)
+    return path
+
+
+def test_a_slicing_axis_out_of_range_fails_where_the_loop_runs(tmp_path: Path) -> None:
+    model = tl.load(_scan_with_bad_axis_under_if(tmp_path / "scan.onnx"))
+    feeds = {"s0": np.zeros(3, np.float32), "xs": np.ones((4, 3), np.float32)}
+    for backend in ("reference", "compiled"):
+        with pytest.raises(tl.errors.GraphError, match=r"axis 5 is out of range for rank 2"):
+            model.run({**feeds, "c": np.array(True)}, backend=backend)
+        out = model.run({**feeds, "c": np.array(False)}, backend=backend)
+        np.testing.assert_array_equal(out["out"], feeds["s0"])
+    shown = model.placement({**feeds, "c": np.array(True)}, backend="compiled")
+    assert [p.device for p in shown] == ["compiled"], shown  # nothing handed on

@@ -114,6 +114,8 @@ def _slice_rows(loop: Loop) -> dict[Value, _Rows]:
         t = static_type(s.source)
         if s.source is None or t is None or t.shape is None or not t.shape:
             continue
+        if not -len(t.shape) <= s.spec.axis < len(t.shape):
+            continue  # running the loop reports it, as the reference does
         axis = normalize_axis(s.spec.axis, len(t.shape), "Loop")
         length = t.shape[axis]
         assert isinstance(length, int)

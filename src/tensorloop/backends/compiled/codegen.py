@@ -26,7 +26,7 @@ from ...reference.allocation import predicted
 from ...reference.interpreter import conform
 from ...reference.kernels.control_flow import empty_stacked
 from ...reference.runtime import loop_label, loop_limit_error, timeout_error, total_limit_error
-from ...tensor.types import TensorType
+from ...tensor.types import TensorType, normalize_axis
 from . import support
 from .memory import VIEW_OPS, plan_buffers, plan_in_place
 from .ops import Operand, inline, inline_into
@@ -398,9 +398,14 @@ class Generator:
         axes = []
         for s, rank in zip(view.sliced, ranks, strict=True):
             assert rank is not None
-            if not -rank <= s.spec.axis < rank:
-                self.why_not_inlined = "a slicing axis out of range: its kernel reports it"
-                return False  # the reference reports the bad axis
+            if not -rank <= s.spec.axis < rank:  # certain to fail: where it runs, as the reference
+                check = self.bind(normalize_axis, "normalize_axis")
+                self.src.line(
+                    f"{check}({s.spec.axis}, {rank}, {self.bind(node.describe(), 'where')})"
+                )
+                for o in node.outputs:
+                    self.names[o] = "None"  # never reached
+                return True
             axes.append(s.spec.axis + rank if s.spec.axis < 0 else s.spec.axis)
         src, where = self.src, node.describe()
         k = self.fresh("loop")
