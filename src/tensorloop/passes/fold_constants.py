@@ -11,16 +11,14 @@ import numpy as np
 from ..errors import TensorloopError
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value
+from ..ops.random import RANDOM_OPS
 from ..reference import evaluate
 from ..tensor.types import TensorType, Type
 from .base import Pass, PassResult
 from .dead_code import has_side_effects
 
 # Ops whose result is not a function of their inputs alone, or that hold bodies.
-NOT_FOLDABLE = frozenset(
-    {"Constant", "Loop", "If", "ReadVariable", "Assign", "Dropout", "Multinomial", "Bernoulli"}
-    | {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
-)
+NOT_FOLDABLE = RANDOM_OPS | {"Constant", "Loop", "If", "ReadVariable", "Assign", "Dropout"}
 MAX_FOLDED_ELEMENTS = 1 << 16  # larger results stay computed at run time, keeping models small
 
 

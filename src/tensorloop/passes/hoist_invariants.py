@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from ..ir.graph import Graph, Node, Value, copy_node
 from ..ir.loop import Loop
+from ..ops.random import RANDOM_OPS
 from .base import Pass, PassResult, cannot_fail
 from .dead_code import has_side_effects
 from .loop_rewrite import rebuild_loop
 
 # Ops whose result is not a function of their inputs alone: never moved, never merged.
-IMPURE = frozenset(
-    {"ReadVariable", "Assign", "Dropout", "Multinomial", "Bernoulli"}
-    | {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
-)
+IMPURE = frozenset({"ReadVariable", "Assign", "Dropout"}) | RANDOM_OPS
 # Ops that stay in the body (cheap, and moving them alone gains nothing); a moved node that
 # reads one reads a copy made in front of the loop.
 STAY = frozenset({"Constant", "Identity"})

@@ -7,6 +7,7 @@ import numpy as np
 from ..ir.emit import Emitter
 from ..ir.graph import Graph, Node, Value, copy_node
 from ..ir.loop import Loop
+from ..ops.random import RANDOM_OPS
 from ..tensor.types import TensorType, normalize_axis
 from .base import Pass, PassResult
 
@@ -36,7 +37,12 @@ class UnrollLoops(Pass):
             if node.op == "Loop":
                 loop = Loop(node)
                 trips = loop.static_trip_count
-                if trips is not None and trips <= self.max_trips and _can_stack(loop, trips):
+                if (
+                    trips is not None
+                    and trips <= self.max_trips
+                    and _can_stack(loop, trips)
+                    and not _draws(loop.body)
+                ):
                     _unroll(graph, loop, trips)
                     changed = True
         return changed
@@ -45,6 +51,12 @@ class UnrollLoops(Pass):
 def static_trip_count(node: Node) -> int | None:
     """How many times ``node`` runs, if that is known without running it."""
     return Loop(node).static_trip_count
+
+
+def _draws(body: Graph) -> bool:
+    """Whether ``body`` holds a random op: each copy of it would draw a stream of its own, where
+    the loop's trips continue one stream (ops/random.py)."""
+    return any(n.op in RANDOM_OPS for _, n in body.walk())
 
 
 def _can_stack(loop: Loop, trips: int) -> bool:

@@ -254,6 +254,7 @@ class CompiledExecutable:
             state.variables.clear()
             state.variables.update(saved)
         state.trace.clear()
+        state.generators.clear()  # the reference draws each random op's stream from its start
         state.path = ()
         state.loops = ()
         state.stacked_bytes = stacked

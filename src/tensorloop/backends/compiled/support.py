@@ -12,6 +12,7 @@ import numpy as np
 from ...errors import ExecutionError
 from ...ir.graph import Graph, Node, static_type
 from ...ir.opdef import get_opdef
+from ...ops.random import RANDOM_OPS
 from ...reference.allocation import check_outputs
 from ...reference.interpreter import Interpreter, call_kernel, conform, invoke
 from ...reference.registry import KernelContext, get_kernel
@@ -184,5 +185,6 @@ def _no_bodies(graph: Graph, args: Sequence[Any]) -> list[Any]:
 
 
 def needs_state(node: Node) -> bool:
-    """Whether ``node``'s kernel reads the run's state: variables, or bodies it runs."""
-    return node.op in ("ReadVariable", "Assign") or bool(node.subgraphs)
+    """Whether ``node``'s kernel reads the run's state: variables, random streams, or bodies
+    it runs."""
+    return node.op in ("ReadVariable", "Assign") or node.op in RANDOM_OPS or bool(node.subgraphs)
