@@ -18,7 +18,9 @@
 from __future__ import annotations
 
 import re
+import struct
 import warnings
+import zlib
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -239,6 +241,15 @@ def _generate_proposals_inputs() -> tuple[Any, ...]:
     return (info, anchors.astype(F32), deltas, scores)
 
 
+_TREE = {
+    "nodes_treeids": [0, 0, 0], "nodes_nodeids": [0, 1, 2], "nodes_featureids": [1, 0, 0],
+    "nodes_modes": ["BRANCH_LEQ", "LEAF", "LEAF"], "nodes_values": [0.0, 0.0, 0.0],
+    "nodes_truenodeids": [1, 0, 0], "nodes_falsenodeids": [2, 0, 0], "target_treeids": [0, 0],
+    "target_nodeids": [1, 2], "target_weights": [1.5, -2.0],
+}  # fmt: skip
+"""One stump on feature 1, its two leaves voting for targets (classes) 0 and 2."""
+
+
 PROPOSAL = {
     "base_size": 16,
     "pre_nms_topn": 30,
@@ -279,6 +290,27 @@ CASES: list[Case] = [
         "MaxRoiPool",
         (_f(2, 3, 8, 9), np.array([[0, 0.5, 1.0, 6.0, 5.5], [1, 2, 2, 2, 2]], F32)),
         {"pooled_shape": [3, 2], "spatial_scale": 0.5},
+    ),
+    Case(
+        "BilinearRoiPool",
+        (_f(2, 3, 8, 9), np.array([[0, 0.1, 0.2, 0.7, 0.9], [1, -0.2, 0.3, 0.6, 1.2]], F32)),
+        {"pooled_shape": [3, 2]},
+    ),
+    Case(
+        "PriorBox",
+        (np.array([30, 40], np.int64), np.array([300, 400], np.int64)),
+        {
+            "min_size": [2.0, 4.0],
+            "max_size": [5.0, 9.0],
+            "aspect_ratio": [2.0],
+            "flip": 1,
+            "offset": 0.5,
+        },
+    ),
+    Case(
+        "PriorBoxClustered",
+        (np.array([20, 10], np.int32), np.array([300, 400], np.int32)),
+        {"width": [2.0, 4.5], "height": [3.0, 1.5], "offset": 0.5},
     ),
     Case("Proposal", _proposal_inputs(), PROPOSAL),
     Case("DetectionOutput", _detection_inputs(), DETECTION),
@@ -349,6 +381,17 @@ CASES: list[Case] = [
         {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"},
     ),
     Case("FlexAttention", (_f(1, 2, 3, 4), _f(1, 2, 5, 4), _f(1, 2, 5, 6))),
+    Case("TreeEnsembleRegressor", (_f(4, 2),), {**_TREE, "n_targets": 3, "target_ids": [0, 2]}),
+    Case(
+        "TreeEnsembleClassifier",
+        (_f(4, 2),),
+        {
+            **{k: v for k, v in _TREE.items() if k.startswith("nodes")},
+            **{k.replace("target", "class"): v for k, v in _TREE.items() if k.startswith("target")},
+            "class_ids": [0, 1],
+            "classlabels_int64s": [5, 6],
+        },
+    ),
     # hostile: outputs far larger than their inputs
     Case("Einsum", (_f(30), _f(40)), {"equation": "i,j->ij"}),
     Case("Einsum", (_f(2, 1, 4, 3), _f(5, 3, 6)), {"equation": "...ij,...jk->...ik"}, name="batch"),
@@ -714,6 +757,18 @@ def test_einsum_predictions_are_exact(data: st.DataObject) -> None:
 # -- refusals: a dangerous op refused before it allocates --------------------------------------
 
 
+def _png_header(width: int, height: int) -> np.ndarray[Any, Any]:
+    """A PNG whose header says width x height RGB pixels, with no pixel data."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body)
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    raw = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IEND", b"")
+    return np.frombuffer(raw, np.uint8).copy()
+
+
 def _refused_graph(op: str) -> tuple[Graph, dict[str, Any]]:
     """A one-node graph of ``op`` whose output, on the feed, takes far more than 1 MiB."""
     g = Graph(op.lower())
@@ -756,6 +811,10 @@ def _refused_graph(op: str) -> tuple[Graph, dict[str, Any]]:
         x = param("x", np.zeros((1, 0), F32))
         out = g.add_node(op, [x], {"axis": 0}).outputs[2]
         feeds = {"x": np.zeros((1 << 20, 0), F32)}
+    elif op == "ImageDecoder":  # a PNG header saying 9000 x 9000 pixels, no pixel data
+        data = _png_header(9000, 9000)
+        out = g.add_node(op, [param("data", data)], {}).output
+        feeds = {"data": data}
     else:  # Resize by sizes on two of its axes
         x, s = param("x", _f(1, 1, 2, 2)), param("s", _i(2, 2), [2])
         out = g.add_node(op, [x, None, None, s], {"axes": [2, 3]}).output
@@ -766,8 +825,12 @@ def _refused_graph(op: str) -> tuple[Graph, dict[str, Any]]:
 
 @pytest.mark.parametrize("backend", ["reference", "compiled"])
 @pytest.mark.parametrize(
-    "op", ["Einsum", "DFT", "STFT", "AffineGrid", "ConvTranspose", "ReduceSum", "Unique", "Resize"]
-)
+    "op",
+    [
+        "Einsum", "DFT", "STFT", "AffineGrid", "ConvTranspose", "ReduceSum", "Unique", "Resize",
+        "ImageDecoder",
+    ],
+)  # fmt: skip
 def test_dangerous_ops_are_refused_before_allocating(op: str, backend: str) -> None:
     graph, feeds = _refused_graph(op)
     node = next(n for n in graph.nodes if n.op == op)

@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     detection,
     elementwise,
     image,
+    image_codec,
     indexing,
     linalg,
     math,
@@ -16,6 +17,7 @@ from . import (  # noqa: F401
     normalization,
     pooling,
     quant,
+    random,
     reduce,
     sequence,
     shape,
@@ -23,4 +25,5 @@ from . import (  # noqa: F401
     sparse,
     strings,
     training,
+    trees,
 )

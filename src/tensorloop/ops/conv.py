@@ -103,16 +103,23 @@ def _qlinear_conv(ctx: InferContext) -> list[Type]:
         "offset_group": AttrSpec(int, 1),
         "pads": AttrSpec(INTS, None),
         "strides": AttrSpec(INTS, None),
+        "bilinear_interpolation_pad": AttrSpec(int, 1),
     },
 )
 def _deform_conv(ctx: InferContext) -> list[Type]:
     """Conv whose taps sample X at positions moved by ``offset`` (N, offset_group * k1*...*kn
     * n, o1...; per group, per tap, one shift per spatial axis), read by multilinear interpolation
-    with zeros outside X, and scaled by the optional ``mask`` (default ones); B is the bias."""
+    and scaled by the optional ``mask`` (default ones); B is the bias. bilinear_interpolation_pad
+    1 (ONNX's op): the corners outside X read zeros. 0 (OpenVINO's default, which ONNX lacks): a
+    sample outside [0, size) on any axis reads 0; one inside reads its corners clamped onto X,
+    so a sample past the last pixel of an axis reads that pixel."""
     x, w = expect(ctx, 0, "float"), expect(ctx, 1, "float")
     ctx.same_dtype(*[i for i in range(len(ctx)) if ctx.has(i)])
     if ctx.attr("offset_group") < 1:
         raise ctx.error(f"offset_group must be at least 1, got {ctx.attr('offset_group')}")
+    if ctx.attr("bilinear_interpolation_pad") not in (0, 1):
+        pad = ctx.attr("bilinear_interpolation_pad")
+        raise ctx.error(f"bilinear_interpolation_pad must be 0 or 1, got {pad}")
     shape = _conv_shape(ctx, x, w)
     if ctx.has(3):
         per_channel(ctx, 3, UNKNOWN if shape is None else shape[1])

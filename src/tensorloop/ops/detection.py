@@ -1,11 +1,18 @@
 """Detection ops: position-sensitive RoI pooling (plain and deformable), rotated RoI align,
-Proposal, DetectionOutput, GenerateProposals and multi-class NMS.
+bilinear RoI pooling, prior boxes, Proposal, DetectionOutput, GenerateProposals and multi-class
+NMS.
 
 Each is an op of its own: their bins cover data-dependent cell ranges or take data-dependent
 sample counts, and read a different channel per bin, which no fixed composition of Gather,
-RoiAlign or GridSample reproduces; the NMS ops select a data-dependent number of rows."""
+RoiAlign or GridSample reproduces; the NMS ops select a data-dependent number of rows; the
+prior boxes number as many as the cells of a size that may be known only at run time."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from ..ir.opdef import AttrSpec, InferContext, op
 from ..tensor.dtypes import DType
@@ -160,6 +167,160 @@ def _roi_align_rotated(ctx: InferContext) -> list[Type]:
     c = x.shape[1] if x.shape is not None else UNKNOWN
     n = counts.pop() if counts else rows
     return [x.with_shape([n, c, oh, ow])]
+
+
+@op("BilinearRoiPool", inputs=2, attrs={"pooled_shape": AttrSpec((tuple, list))})
+def _bilinear_roi_pool(ctx: InferContext) -> list[Type]:
+    """RoI pooling by one bilinear sample a bin (OpenVINO's ROIPooling, method "bilinear"):
+    ``X`` [N, C, H, W] and ``rois`` [R, 5] rows of (batch, x1, y1, x2, y2) in units of the
+    image size less one pixel give [R, C, ph, pw] for pooled_shape (ph, pw). Bin i of ph > 1
+    samples at y = i·((y2 - y1)·(H - 1) / (ph - 1)) + y1·(H - 1), the last at y2·(H - 1); of
+    ph = 1 at (y1 + y2)·(H - 1) / 2 (likewise x, computed in the RoIs' precision); the sample
+    reads its floor / ceil corners (top + (bottom - top)·fy of left + (right - left)·fx), 0
+    when it lies off [0, H - 1] x [0, W - 1]. A RoI of batch -1 ends the list: it and every
+    RoI after it give zeros."""
+    x = expect(ctx, 0, "float", rank=4)
+    ctx.same_dtype(0, 1)
+    rows = _roi_rows(ctx, 1, 5)
+    shape = [int(v) for v in ctx.attr("pooled_shape")]
+    if len(shape) != 2 or min(shape) < 1:
+        raise ctx.error(f"pooled_shape must be (height, width) >= 1, got {shape}")
+    c = x.shape[1] if x.shape is not None else UNKNOWN
+    return [x.with_shape([rows, c, *shape])]
+
+
+_FLOATS = (tuple, list)
+
+PRIOR_BOX_ATTRS = {
+    "min_size": AttrSpec(_FLOATS, ()),
+    "max_size": AttrSpec(_FLOATS, ()),
+    "aspect_ratio": AttrSpec(_FLOATS, ()),
+    "fixed_size": AttrSpec(_FLOATS, ()),
+    "fixed_ratio": AttrSpec(_FLOATS, ()),
+    "density": AttrSpec(_FLOATS, ()),
+    "flip": AttrSpec(int, 0),
+    "clip": AttrSpec(int, 0),
+    "step": AttrSpec(float, 0.0),
+    "offset": AttrSpec(float),
+    "variance": AttrSpec(_FLOATS, ()),
+    "scale_all_sizes": AttrSpec(int, 1),
+    "min_max_aspect_ratios_order": AttrSpec(int, 1),
+}
+
+
+def prior_ratios(aspect_ratio: Sequence[float], flip: bool) -> list[np.float32]:
+    """PriorBox's aspect ratios in f32: 1, then each given one not within 1e-6 of one already
+    taken (and its inverse where flip)."""
+    one = np.float32(1.0)
+    ratios = [one]
+    for r in aspect_ratio:
+        if not any(abs(np.float32(r) - e) < 1e-6 for e in ratios):
+            ratios.append(np.float32(r))
+            if flip:
+                ratios.append(one / np.float32(r))
+    return ratios
+
+
+def prior_box_counts(attrs: Mapping[str, Any]) -> tuple[int, int]:
+    """The priors a cell PriorBox's formulas give for ``attrs``, and the number OpenVINO sizes
+    its output for (PriorBox::number_of_priors); the two differ for some fixed_ratio lists."""
+    others = len(prior_ratios(attrs["aspect_ratio"], bool(attrs["flip"]))) - 1
+    mins, maxes = len(attrs["min_size"]), len(attrs["max_size"])
+    given = 0
+    for density in attrs["density"]:
+        d2 = int(density) * int(density)
+        given += d2 * (len(attrs["fixed_ratio"]) if attrs["fixed_ratio"] else 1 + others)
+    for i in range(mins):
+        given += 1 + (maxes > i) + (others if attrs["scale_all_sizes"] or i == mins - 1 else 0)
+    unique = {1.0}
+    for r in attrs["aspect_ratio"]:
+        unique.add(round(r * 1e6) / 1e6)
+        if attrs["flip"]:
+            unique.add(round(1 / r * 1e6) / 1e6)
+    total = len(unique)
+    declared = total * mins + maxes if attrs["scale_all_sizes"] else total + mins - 1
+    if attrs["fixed_size"]:
+        declared = total * len(attrs["fixed_size"])
+    for density in attrs["density"]:
+        d2 = int(density) * int(density) - 1
+        declared += (len(attrs["fixed_ratio"]) if attrs["fixed_ratio"] else total) * d2
+    return given, declared
+
+
+def _prior_cells(ctx: InferContext) -> Dim:
+    """The cells of PriorBox's output_size (input #0; input #1 is the image size), each [2]
+    integers, when known before running."""
+    for index, what in ((0, "output_size"), (1, "image_size")):
+        t = expect(ctx, index, "int", rank=1)
+        if t.shape is not None and isinstance(t.shape[0], int) and t.shape[0] != 2:
+            raise ctx.error(f"input #{index} ({what}) must hold 2 integers, got {t}")
+        values = ctx.const_ints(index)
+        if values is not None and (len(values) != 2 or min(values) <= 0):
+            raise ctx.error(f"input #{index} ({what}) must be 2 positive integers, got {values}")
+    sizes = ctx.const_ints(0)
+    return UNKNOWN if sizes is None else sizes[0] * sizes[1]
+
+
+def _variance(ctx: InferContext) -> None:
+    if len(ctx.attr("variance")) not in (0, 1, 4):
+        raise ctx.error(f"variance must hold 0, 1 or 4 values, got {list(ctx.attr('variance'))}")
+
+
+@op("PriorBox", inputs=2, attrs=PRIOR_BOX_ATTRS)
+def _prior_box(ctx: InferContext) -> list[Type]:
+    """SSD's prior boxes (OpenVINO's PriorBox), from ``output_size`` [height, width] (a feature
+    map's) and ``image_size`` [height, width], both integers that may be known only at run
+    time: f32 [2, 4·height·width·priors], the boxes (x1, y1, x2, y2 in units of the image) of
+    every cell row by row, then each box's variance (one value for all four, or four; 0.1 if
+    none). Per cell centre ((w + 0.5)·image_w / width if step is 0, else (w + offset)·step),
+    in this order: per fixed_size its density² boxes of each fixed_ratio (else of ratio 1 and
+    the other aspect ratios), clipped; per min_size the square, then the square of
+    sqrt(min_size·max_size) and the aspect-ratio boxes (swapped unless
+    min_max_aspect_ratios_order), those of the last min_size only unless scale_all_sizes (whose
+    min sizes and step are then fractions of image_h). Everything is computed in f32 in
+    OpenVINO's order; clip clips every box to [0, 1]."""
+    cells = _prior_cells(ctx)
+    _variance(ctx)
+    attrs = {key: ctx.attr(key) for key in PRIOR_BOX_ATTRS}
+    if attrs["density"] and len(attrs["density"]) != len(attrs["fixed_size"]):
+        raise ctx.error("density and fixed_size must have the same length")
+    if attrs["fixed_size"] and not attrs["density"]:
+        raise ctx.error("fixed_size needs a density per size")
+    given, declared = prior_box_counts(attrs)
+    if given != declared:
+        raise ctx.error(
+            f"these attributes give {given} priors a cell where OpenVINO sizes the output for "
+            f"{declared}"
+        )
+    return [TensorType(DType.float32, [2, UNKNOWN if cells == UNKNOWN else 4 * cells * given])]
+
+
+@op(
+    "PriorBoxClustered",
+    inputs=2,
+    attrs={
+        "width": AttrSpec(_FLOATS),
+        "height": AttrSpec(_FLOATS),
+        "clip": AttrSpec(int, 1),
+        "step_w": AttrSpec(float, 0.0),
+        "step_h": AttrSpec(float, 0.0),
+        "offset": AttrSpec(float),
+        "variance": AttrSpec(_FLOATS, ()),
+    },
+)
+def _prior_box_clustered(ctx: InferContext) -> list[Type]:
+    """Clustered prior boxes (OpenVINO's PriorBoxClustered): as PriorBox's layout, one box a
+    (width, height) pair at every cell centre (w + offset)·step_w, (h + offset)·step_h (the
+    image over the feature map where both steps are 0), divided by the image size and clipped
+    to [0, 1] unless clip is 0; f32 [2, 4·height·width·len(width)]."""
+    cells = _prior_cells(ctx)
+    _variance(ctx)
+    count = len(ctx.attr("width"))
+    if count != len(ctx.attr("height")):
+        raise ctx.error(
+            f"width {list(ctx.attr('width'))} and height {list(ctx.attr('height'))} must pair up"
+        )
+    return [TensorType(DType.float32, [2, UNKNOWN if cells == UNKNOWN else 4 * cells * count])]
 
 
 PROPOSAL_FRAMEWORKS = ("", "tensorflow")

@@ -29,6 +29,7 @@ ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
 GRID_MODES = ("linear", "nearest", "cubic")
 GRID_PADDINGS = ("zeros", "border", "reflection")
 ROI_MODES = ("avg", "max")
+ROI_MAX_OF = ("corners", "samples")
 ROI_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
 NMS_PRECISIONS = ("f64", "f32")
 
@@ -310,14 +311,21 @@ def _roi_count(ctx: InferContext, rois: TensorType, *others: TensorType) -> Dim:
         "output_width": AttrSpec(int, 1),
         "sampling_ratio": AttrSpec(int, 0),
         "spatial_scale": AttrSpec(float, 1.0),
+        "max_of": AttrSpec(str, "corners"),
     },
 )
 def _roi_align(ctx: InferContext) -> list[Type]:
     """Each RoI [x1, y1, x2, y2] (times spatial_scale, shifted by -0.5 for half_pixel) of image
     batch_indices[i] of ``X`` [N, C, H, W] cut into output_height x output_width bins, each the
-    average (or max) of sampling_ratio² (adaptive if 0) bilinear samples: [rois, C, oh, ow]."""
-    choice(ctx, "mode", ROI_MODES)
+    average (or max) of sampling_ratio² (adaptive if 0) bilinear samples: [rois, C, oh, ow].
+    The max mode's max_of: "corners" (ONNX's op, as ONNX Runtime and ONNX's reference compute
+    it) takes the largest of the samples' four weighted corner terms, or 0 for a bin without
+    samples; "samples" (OpenVINO's ROIAlign, which ONNX lacks) the largest of 0 and the
+    samples' bilinear values."""
+    mode = choice(ctx, "mode", ROI_MODES)
     choice(ctx, "coordinate_transformation_mode", ROI_COORDINATE_MODES)
+    if choice(ctx, "max_of", ROI_MAX_OF) != "corners" and mode != "max":
+        raise ctx.error(f"max_of {ctx.attr('max_of')!r} is for the max mode, not {mode!r}")
     x, rois = expect(ctx, 0, "float", rank=4), expect(ctx, 1, "float", rank=2)
     ctx.same_dtype(0, 1)
     indices = expect(ctx, 2, "int", rank=1)

@@ -36,9 +36,11 @@ from ..ir.graph import Node, Value
 from ..ir.opdef import infer_types
 from ..limits import nbytes
 from ..ops.image import resize_plan
+from ..ops.image_codec import image_header
 from ..ops.math import parse_einsum
 from ..ops.shape import range_length, range_stash
 from ..ops.signal import dft_axis, dft_length
+from ..ops.trees import ensemble_outputs, ensemble_rows
 from ..ops.window import transpose_out_shape, window
 from ..tensor.dtypes import DType, from_numpy
 from ..tensor.types import TensorType
@@ -665,6 +667,18 @@ def _string_tensor_unpack(attrs: dict[str, Any], inputs: Sequence[Any]) -> list[
     return [x.shape, x.shape, (total,)]
 
 
+@_predicts("ImageDecoder")
+def _image_decoder(attrs: dict[str, Any], inputs: Sequence[Any]) -> Shape:
+    # From the stream's header: an image's pixels can be far more than its encoded bytes.
+    return image_header(np.asarray(inputs[0]), attrs["pixel_format"])
+
+
+@_predicts("TreeEnsemble", "TreeEnsembleRegressor", "TreeEnsembleClassifier")
+def _tree_ensemble(attrs: dict[str, Any], inputs: Sequence[Any]) -> list[Shape | None]:
+    rows, (width, labelled) = ensemble_rows(np.shape(inputs[0])), ensemble_outputs(attrs)
+    return [(rows,), (rows, width)] if labelled else [(rows, width)]
+
+
 # --- Ops typed by their type rule on the run-time shapes and values -----------------------------
 # Shapes read from several inputs and many attributes (heads, caches, RoIs, pooled sizes, top-k
 # counts): the op's own type rule, fed the inputs' exact types and their values as constants,
@@ -694,8 +708,9 @@ def _typed_by_rule(op: str) -> Predictor:
 
 for _op in (
     "Attention", "FlexAttention", "LinearAttention", "CausalConvWithState", "RoiAlign",
-    "RoiAlignRotated", "MaxRoiPool", "PsRoiPool", "DeformablePsRoiPool", "Proposal",
-    "DetectionOutput", "MulticlassNms", "MatrixNms", "TfIdfVectorizer",
+    "RoiAlignRotated", "MaxRoiPool", "BilinearRoiPool", "PsRoiPool", "DeformablePsRoiPool",
+    "Proposal", "PriorBox", "PriorBoxClustered", "DetectionOutput", "MulticlassNms", "MatrixNms",
+    "TfIdfVectorizer",
 ):  # fmt: skip
     _PREDICTORS[_op] = _typed_by_rule(_op)
 

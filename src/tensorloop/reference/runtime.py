@@ -9,7 +9,7 @@ backends take it as a host array (``host_values``). This module never imports JA
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -107,6 +107,19 @@ class RunState:
     handoffs: list[Any] = field(default_factory=list)
     """What the backends running this run handed to other backends (``backends.base.Handoff``),
     in the order they did."""
+    generators: dict[int, Any] = field(default_factory=dict, repr=False)
+    """Each random op's generator in this run (``generator``), by the node's id."""
+
+    def generator(self, node: object, start: Callable[[], Any]) -> Any:
+        """This run's random-number generator of ``node`` (a random op's, ``ops/random.py``),
+        made by ``start()`` where the run first asks for it. So every run starts each random
+        op's stream afresh (a seeded op gives the same values in every run), and a loop's body
+        continues its op's stream trip after trip; a run never shares one with another run."""
+        key = id(node)
+        found = self.generators.get(key)
+        if found is None:
+            found = self.generators[key] = start()
+        return found
 
     @property
     def labelled(self) -> bool:
@@ -407,6 +420,7 @@ def coerce_inputs(
                 type(value) is np.ndarray
                 and isinstance(t, TensorType)
                 and value.dtype == t.dtype.numpy
+                and t.dtype is not DType.string  # its items are checked (coerce_value)
                 and t.accepts(value)
             ):
                 break
@@ -446,6 +460,39 @@ def by_input_name(graph: Graph, inputs: Mapping[str, Any], prefix: str) -> dict[
     return out
 
 
+def string_input(name: str, expected: TensorType, value: Any, prefix: str = "") -> Any:
+    """``value`` for a ``str`` input as tensorloop's string tensors hold it, an object array of
+    ``str``: NumPy unicode (``<U``) and StringDType arrays converted, bytes (``S`` arrays, or
+    bytes items of an object array) decoded as UTF-8 with surrogateescape, as the IR readers
+    decode strings (bytes that are not UTF-8 survive as lone surrogates and encode back to
+    themselves); anything else an ``InputError``. NumPy's fixed-width arrays drop trailing NUL
+    characters, as NumPy always does; an object array keeps them."""
+    raw = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+    kind = raw.dtype.kind
+    if kind in "UT":
+        return raw.astype(object)
+    if kind not in "SO":
+        raise InputError(
+            f"{prefix}input '{name}': expected {expected}, got {raw.dtype} array of shape "
+            f"{list(raw.shape)}"
+        )
+    items = raw.reshape(-1).tolist()
+    if kind == "O" and all(type(s) is str for s in items):
+        return raw
+    for k, item in enumerate(items):
+        if isinstance(item, bytes):
+            items[k] = item.decode("utf-8", "surrogateescape")
+        elif not isinstance(item, str):
+            at = [int(i) for i in np.unravel_index(k, raw.shape)]
+            raise InputError(
+                f"{prefix}input '{name}': expected {expected}, got an object array of shape "
+                f"{list(raw.shape)} holding {type(item).__name__} at {at}"
+            )
+    out = np.empty(len(items), dtype=object)
+    out[:] = [str(s) for s in items]
+    return out.reshape(raw.shape)
+
+
 def coerce_value(name: str, expected: Type, value: Any, prefix: str = "") -> Any:
     """``value`` as input ``name`` of type ``expected`` takes it, or an ``InputError``; a
     ``jax.Array`` of that dtype and shape is taken as it is, on its devices."""
@@ -461,6 +508,13 @@ def coerce_value(name: str, expected: Type, value: Any, prefix: str = "") -> Any
     if not isinstance(expected, TensorType):
         return value
     device = is_device_array(value)
+    if expected.dtype is DType.string and not device:
+        arr = string_input(name, expected, value, prefix)
+        if not expected.accepts(arr):
+            raise InputError(
+                f"{prefix}input '{name}': expected {expected}, got str{list(arr.shape)}"
+            )
+        return arr
     if device or isinstance(value, np.ndarray | np.generic):
         # A jax.Array stays on its devices (not copied to the host): checked as NumPy's is.
         arr = value if device else np.asarray(value)

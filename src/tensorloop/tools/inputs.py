@@ -145,12 +145,21 @@ def error_reason(exc: BaseException) -> str:
 
 
 def write_inputs_file(path: str | Path, feeds: Mapping[str, Any]) -> None:
-    """Write tensor ``feeds`` to an ``.npz`` file that ``read_inputs_file`` reads back."""
+    """Write tensor ``feeds`` to an ``.npz`` file that ``read_inputs_file`` reads back; string
+    tensors (object arrays of str) as NumPy unicode arrays, which the str inputs take."""
     arrays = {}
     for name, value in feeds.items():
         if isinstance(value, list) or value is None:
             raise InputError(f"--save-inputs: input '{name}' is not a tensor; .npz holds tensors")
-        arrays[name] = np.asarray(value)
+        array = np.asarray(value)
+        if array.dtype == object:  # .npz would pickle it, and pickles are not read back
+            if not all(isinstance(s, str) for s in array.reshape(-1).tolist()):
+                raise InputError(
+                    f"--save-inputs: input '{name}' is an object array not all of str; "
+                    ".npz holds numbers and strings"
+                )
+            array = array.astype(str)
+        arrays[name] = array
     try:
         np.savez(path, **arrays)  # type: ignore[arg-type]
     except OSError as exc:

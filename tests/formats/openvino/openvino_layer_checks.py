@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -104,18 +104,42 @@ def run_path(
 
 
 COVERAGE_LOG = "TENSORLOOP_OV_COVERAGE"
-"""Where ``record_layer_types`` appends (``scripts/openvino_coverage.py --run-tests`` sets it)."""
+"""Where ``record_layer_types`` appends (``scripts/openvino_coverage.py`` sets it)."""
 
 
 def record_layer_types(path: Path, kind: str) -> None:
-    """Note the layer types of the IR at ``path`` (bodies included) as ``kind``: "compared" (read
-    by tensorloop alike the CPU plugin) or "written" (and written back as IR the plugin runs
-    alike, which tensorloop reads back alike)."""
+    """Note the layer types of the IR at ``path`` (bodies included), and each layer's attributes
+    (those that are one short value: the modes are among them), as ``kind``: "read" (tensorloop
+    loaded it), "compared" (read by tensorloop alike the CPU plugin) or "written" (and written
+    back as IR the plugin runs alike, which tensorloop reads back alike)."""
     log = os.environ.get(COVERAGE_LOG)
     if log:
-        types = sorted(set(re.findall(r'<layer [^>]*type="(\w+)"', path.read_text())))
+        layers: dict[str, list[Any]] = {}
+        for layer in ElementTree.parse(path).getroot().iter("layer"):
+            data = layer.find("data")
+            attrs = {
+                k: v for k, v in ({} if data is None else data.attrib).items()
+                if len(v) <= 64 and "," not in v
+            }  # fmt: skip
+            entry = [layer.get("type", ""), attrs]
+            layers[json.dumps(entry, sort_keys=True)] = entry
+        types = sorted({t for t, _ in layers.values()})
         with open(log, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"kind": kind, "types": types}) + "\n")
+            f.write(json.dumps({"kind": kind, "types": types, "layers": list(layers.values())}))
+            f.write("\n")
+
+
+if os.environ.get(COVERAGE_LOG):
+    # A coverage run notes every IR a test loads as read, refused modes never reaching the log.
+    _load = tl.load
+
+    def _logged_load(path: Any, **options: Any) -> tl.Model:
+        model = _load(path, **options)
+        if isinstance(path, str | os.PathLike) and str(path).endswith(".xml"):
+            record_layer_types(Path(path), "read")
+        return model
+
+    tl.load = _logged_load
 
 
 def check(

@@ -4,6 +4,7 @@ GridSample and Col2Im written back (write_image.py), run by the plugin."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from openvino_layer_checks import (  # noqa: E402
     const,
     ph,
     rand_f32,
+    save_ir,
     tl_const,
     written_runs_alike,
 )
@@ -284,17 +286,23 @@ def test_interpolate_v1(mode: str, align: bool, tmp_path: Path) -> None:
 
 def test_interpolate_left_out_cases_are_errors(tmp_path: Path) -> None:
     x = rand_f32(1, 2, 5, 6)
-    two = const([2.0], np.float32)
     for build, message in [
-        (
+        (  # one axis grows, one shrinks: OpenVINO narrows the growing axis's filter
             lambda x: opset11.interpolate(
-                x, two, "linear", "scales", axes=const([2]), antialias=True
+                x,
+                const([2.0, 0.5], np.float32),
+                "linear",
+                "scales",
+                axes=const([2, 3]),
+                antialias=True,
             ),
-            "antialias",
+            "narrows the filter",
         ),
         (
-            lambda x: opset11.interpolate(x, two, "bilinear_pillow", "scales", axes=const([2])),
-            "bilinear_pillow",
+            lambda x: opset11.interpolate(
+                x, const([2, 2, 2], np.float32), "bilinear_pillow", "scales", axes=const([1, 2, 3])
+            ),
+            "the \\(H, W\\) axes only",
         ),
         (
             lambda x: opset1.interpolate(x, const([4, 4]), {"axes": [2, 3], "mode": "area"}),
@@ -303,6 +311,251 @@ def test_interpolate_left_out_cases_are_errors(tmp_path: Path) -> None:
     ]:
         with pytest.raises(tl.FormatError, match=message):
             check(build, x, tmp_path=tmp_path)
+
+
+# -- the Pillow modes and linear with antialias ----------------------------------------------------
+def _pillow_weights(n: int, m: int, mode: str, a: float) -> Any:
+    """Pillow's [m, n] resampling matrix, as OpenVINO's spec and reference define it: scale
+    n / m, the filter (triangle, or Keys' cubic with ``a``) widened by the scale when shrinking,
+    over the taps [round(centre - support), round(centre + support)) on the input, normalized."""
+    support = 1.0 if mode == "bilinear_pillow" else 2.0
+    scale = n / m
+    stretch = max(scale, 1.0)
+
+    def filt(d: float) -> float:
+        d = abs(d)
+        if support == 1.0:
+            return max(1.0 - d, 0.0)
+        if d < 1:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+        return (((d - 5) * d + 8) * d - 4) * a if d < 2 else 0.0
+
+    w = np.zeros((m, n))
+    for o in range(m):
+        centre = (o + 0.5) * scale
+        lo = max(int(centre - support * stretch + 0.5), 0)
+        hi = min(int(centre + support * stretch + 0.5), n)
+        for j in range(lo, hi):
+            w[o, j] = filt((j + 0.5 - centre) / stretch)
+        w[o] /= w[o].sum()
+    return w
+
+
+def _pillow_oracle(x: Any, sizes: list[int], axes: list[int], mode: str, a: float) -> Any:
+    """The Pillow modes, W (axes[-1]) first, in f64; integers rounded half away from zero and
+    saturated after each pass."""
+    y = x.astype(np.float64)
+    for axis, size in reversed(list(zip(axes, sizes, strict=True))):
+        w = _pillow_weights(y.shape[axis], size, mode, a)
+        y = np.moveaxis(np.tensordot(w, np.moveaxis(y, axis, 0), axes=(1, 0)), 0, axis)
+        if x.dtype.kind in "iu":
+            info = np.iinfo(x.dtype)
+            y = np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5), info.min, info.max)
+    return y.astype(x.dtype)
+
+
+def _pillow(
+    version: int, x: Any, mode: str, calc: str, values: list[Any], axes: list[int], **attrs: Any
+) -> Any:
+    return _interpolate(version, x, calc, values, axes, mode=mode, cube_coeff=-0.5, **attrs)
+
+
+@pytest.mark.parametrize("version", [11])
+@pytest.mark.parametrize("mode", ["bilinear_pillow", "bicubic_pillow"])
+def test_interpolate_pillow(version: int, mode: str, tmp_path: Path) -> None:
+    """Down, up, both, non-integer factors, scales whose product is not whole (Pillow's scale
+    is input / output whatever the scales say), pads, and the axes listed W first."""
+    x = rand_f32(2, 3, 9, 11, rng=RNG)
+    got = check(
+        lambda x: [
+            _pillow(version, x, mode, "sizes", [3, 4], [2, 3]),
+            _pillow(version, x, mode, "sizes", [20, 23], [2, 3]),
+            _pillow(version, x, mode, "sizes", [4, 30], [2, 3]),
+            _pillow(version, x, mode, "scales", [0.45, 0.7], [2, 3]),
+            _pillow(version, x, mode, "scales", [2.5, 1.3], [2, 3]),
+            _pillow(version, x, mode, "sizes", [5, 4], [3, 2]),
+            _pillow(version, x, mode, "sizes", [7], [3]),
+            _pillow(
+                version,
+                x,
+                mode,
+                "sizes",
+                [4, 5],
+                [2, 3],
+                pads_begin=[0, 0, 1, 0],
+                pads_end=[0, 0, 0, 2],
+            ),
+        ],
+        x,
+        tmp_path=tmp_path,
+        rtol=1e-5,
+        atol=2e-6,
+    )
+    first = next(iter(got.values()))
+    np.testing.assert_allclose(
+        first, _pillow_oracle(x, [3, 4], [2, 3], mode, -0.5), rtol=1e-6, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("mode", ["bilinear_pillow", "bicubic_pillow"])
+def test_interpolate_pillow_channels_last(mode: str, tmp_path: Path) -> None:
+    check(
+        lambda x: [
+            _pillow(11, x, mode, "sizes", [4, 13], [1, 2]),
+            _pillow(11, x, mode, "scales", [1.5, 0.5], [1, 2]),
+        ],
+        rand_f32(2, 9, 7, 3, rng=RNG),
+        tmp_path=tmp_path,
+        rtol=1e-5,
+        atol=2e-6,
+    )
+
+
+@pytest.mark.parametrize("mode", ["bilinear_pillow", "bicubic_pillow"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_interpolate_pillow_integers(mode: str, dtype: Any, tmp_path: Path) -> None:
+    """Integer images are resampled W then H, each pass rounded half away from zero and
+    saturated. Where the exact sum is a tie k + 1/2, rounding noise decides: the plugin's sums
+    in f32, tensorloop's taps placed in f32 and summed in f64, and the spec's f64 may round it
+    apart, so values may differ by one, and rarely do."""
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max, (1, 2, 9, 11), endpoint=True).astype(dtype)
+    sizes = [[4, 5], [20, 23], [3, 30]]
+    got = check(
+        lambda x: [_pillow(11, x, mode, "sizes", s, [2, 3]) for s in sizes],
+        x,
+        tmp_path=tmp_path,
+        rtol=0,
+        atol=1,
+    )
+    for out, s in zip(got.values(), sizes, strict=True):
+        want = _pillow_oracle(x, s, [2, 3], mode, -0.5)
+        apart = np.abs(out.astype(np.int64) - want.astype(np.int64))
+        assert apart.max() <= 1 and (apart != 0).mean() < 0.05
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_interpolate_pillow_written_as_onnx(dtype: Any, tmp_path: Path) -> None:
+    """The Pillow modes are core ops ONNX has (Resize with antialias and exclude_outside, and
+    for integers the rounding between passes): ONNX Runtime runs the written model alike."""
+    ort = pytest.importorskip("onnxruntime")
+    x = (RNG.uniform(0, 255, (1, 2, 9, 11))).astype(dtype)
+    p = ops.parameter(x.shape, dtype, name="x0")
+    outs = [
+        _pillow(11, p, mode, "sizes", [4, 17], [2, 3])
+        for mode in ("bilinear_pillow", "bicubic_pillow")
+    ]
+    model = tl.load(save_ir(outs, [p], tmp_path))
+    ours = model.run({"x0": x})
+    tl.save(model, tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    theirs = session.run(None, {"x0": x})
+    for name, got in zip(model.output_names, theirs, strict=True):
+        assert got.dtype == ours[name].dtype
+        np.testing.assert_allclose(got, ours[name], rtol=1e-5, atol=1e-5)
+
+
+def test_interpolate_bicubic_pillow_takes_cube_coeff(tmp_path: Path) -> None:
+    """The spec (and OpenVINO's reference) weigh bicubic_pillow with cube_coeff; the CPU plugin
+    always uses -0.5. tensorloop follows the spec, pinned here by the spec's algorithm; an image
+    of int8 likewise (within one at ties)."""
+    rng = np.random.default_rng(11)
+    for x in (rand_f32(1, 2, 9, 11, rng=rng), rng.integers(-128, 128, (1, 2, 9, 11))):
+        x = x.astype(np.int8) if x.dtype.kind == "i" else x
+        p = ops.parameter(x.shape, x.dtype, name="x0")
+        y = _interpolate(11, p, "sizes", [4, 17], [2, 3], mode="bicubic_pillow", cube_coeff=-0.75)
+        model = tl.load(save_ir([y], [p], tmp_path))
+        (got,) = model.run({"x0": x}).values()
+        want = _pillow_oracle(x, [4, 17], [2, 3], "bicubic_pillow", -0.75)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6 if x.dtype.kind == "f" else 1)
+    with pytest.raises(tl.FormatError, match=r"bicubic_pillow with -0\.5"):
+        tl.save(model, tmp_path / "w.xml")
+
+
+def _linear_antialias_oracle(x: Any, scales: list[float], axes: list[int], ctm: str) -> Any:
+    """OpenVINO's linear mode with antialias, as its spec writes it: every axis's triangle
+    scaled by its scale a (when any axis shrinks), over the taps within ceil(2 / a) of the
+    rounded coordinate that lie on the input, normalized."""
+    y = x.astype(np.float64)
+    for axis, s in zip(axes, scales, strict=True):
+        n = x.shape[axis]
+        m = math.floor(np.float32(s) * np.float32(n))
+        w = np.zeros((m, n))
+        for o in range(m):
+            c = {
+                "half_pixel": (o + 0.5) / s - 0.5,
+                "asymmetric": o / s,
+                "align_corners": 0.0 if m == 1 else o * (n - 1) / (m - 1),
+            }[ctm]
+            r = math.ceil(2 / s)
+            for j in range(round(c) - r, round(c) + r + 1):
+                if 0 <= j < n:
+                    w[o, j] = max(0.0, 1 - abs(s * (c - j)))
+            w[o] /= w[o].sum()
+        y = np.moveaxis(np.tensordot(w, np.moveaxis(y, axis, 0), axes=(1, 0)), 0, axis)
+    return y.astype(x.dtype)
+
+
+@pytest.mark.parametrize("ctm", ["half_pixel", "asymmetric", "align_corners"])
+def test_interpolate_linear_antialias(ctm: str, tmp_path: Path) -> None:
+    """Over 5-D data the CPU plugin antialiases as the spec says: compared with it and written
+    back. Over 4-D data it ignores antialias: tensorloop follows the spec, pinned by it."""
+    x5 = rand_f32(1, 2, 6, 10, 10, rng=RNG)
+    scales = [0.5, 0.5, 0.4]
+    got = check(
+        lambda x: _interpolate(
+            11,
+            x,
+            "scales",
+            scales,
+            [2, 3, 4],
+            mode="linear",
+            antialias=True,
+            coordinate_transformation_mode=ctm,
+        ),
+        x5,
+        tmp_path=tmp_path,
+        rtol=1e-5,
+        atol=2e-6,
+        write=ctm != "align_corners",
+    )
+    (out,) = got.values()
+    np.testing.assert_allclose(
+        out, _linear_antialias_oracle(x5, scales, [2, 3, 4], ctm), rtol=1e-6, atol=1e-6
+    )
+    x4 = rand_f32(2, 3, 10, 10, rng=RNG)
+    p = ops.parameter(x4.shape, np.float32, name="x0")
+    y = _interpolate(
+        11,
+        p,
+        "scales",
+        [0.6, 0.3],
+        [2, 3],
+        mode="linear",
+        antialias=True,
+        coordinate_transformation_mode=ctm,
+    )
+    model = tl.load(save_ir([y], [p], tmp_path))
+    (got4,) = model.run({"x0": x4}).values()
+    want = _linear_antialias_oracle(x4, [0.6, 0.3], [2, 3], ctm)
+    np.testing.assert_allclose(got4, want, rtol=1e-6, atol=1e-6)
+    if ctm == "half_pixel":  # scales that divide evenly: bilinear_pillow computes the same
+        written_runs_alike(model, {"x0": x4}, tmp_path, rtol=1e-5, atol=2e-6)
+    else:
+        with pytest.raises(tl.FormatError, match="computes alike"):
+            tl.save(model, tmp_path / "w.xml")
+
+
+def test_interpolate_v1_linear_antialias(tmp_path: Path) -> None:
+    """Interpolate-1 as OpenVINO reads it (Interpolate-4, asymmetric over the spatial axes of
+    4-D data) with the spec's antialias, which the CPU plugin ignores below rank 5: pinned."""
+    x = rand_f32(2, 3, 10, 10, rng=RNG)
+    p = ops.parameter(x.shape, np.float32, name="x0")
+    attrs = {"axes": [2, 3], "mode": "linear", "antialias": True, "align_corners": False}
+    y = opset1.interpolate(p, const([5, 4]), attrs)
+    (got,) = tl.load(save_ir([y], [p], tmp_path)).run({"x0": x}).values()
+    want = _linear_antialias_oracle(x, [0.5, 0.4], [2, 3], "asymmetric")
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.usefixtures("_fresh_builder")

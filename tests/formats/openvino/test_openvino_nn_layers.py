@@ -432,6 +432,90 @@ def test_deformable_convolution_v8(
 
 
 @pytest.mark.parametrize(
+    ("version", "strides", "pads", "dilations", "group", "dgroup", "masked"),
+    [
+        ("v1", [1, 1], ([0, 0], [0, 0]), [1, 1], 1, 1, False),
+        ("v1", [2, 1], ([1, 0], [0, 2]), [1, 2], 2, 2, False),
+        ("v8", [1, 1], ([1, 1], [1, 1]), [1, 1], 1, 1, False),
+        ("v8", [2, 1], ([1, 0], [0, 2]), [1, 2], 2, 2, True),
+        ("v8", [1, 2], ([1, 1], [1, 1]), [2, 1], 1, 2, True),
+    ],
+)
+def test_deformable_convolution_without_the_interpolation_pad(
+    version: str, strides: list[int], pads: Any, dilations: list[int], group: int, dgroup: int,
+    masked: bool, tmp_path: Path,
+) -> None:  # fmt: skip
+    """bilinear_interpolation_pad=false (v1's only way, v8's default): samples off X read 0,
+    samples past the last pixel read it."""
+    x = rand_f32(2, 4, 6, 7)
+    w = rand_f32(6, 4 // group, 3, 2)
+    out = [
+        (s + pads[0][i] + pads[1][i] - dilations[i] * (k - 1) - 1) // strides[i] + 1
+        for i, (s, k) in enumerate(zip((6, 7), (3, 2), strict=True))
+    ]
+    offsets = (RNG.standard_normal((2, dgroup * 6 * 2, *out)) * 2.5).astype(np.float32)
+    offsets[0, :4] = np.float32(0.5)  # halfway between pixels, past the far edge for some taps
+    arrays = [x, offsets]
+    if masked:
+        arrays.append(RNG.uniform(0, 1, (2, dgroup * 6, *out)).astype(np.float32))
+
+    def build(x: Any, off: Any, *mask: Any) -> Any:
+        if version == "v1":
+            return opset1.deformable_convolution(
+                x, off, ops.constant(w), strides, *pads, dilations, "explicit", group, dgroup
+            )
+        return opset8.deformable_convolution(
+            x, off, ops.constant(w), strides, *pads, dilations, mask[0] if mask else None,
+            "explicit", group, dgroup, False,
+        )  # fmt: skip
+
+    got = check(build, *arrays, tmp_path=tmp_path, rtol=1e-4, atol=1e-4)
+    # The pad matters here: the same model with it gives other results.
+    model = tl.load(tmp_path / "m.xml")
+    (node,) = [n for n in model.graph.nodes if n.op == "DeformConv"]
+    assert node.attrs["bilinear_interpolation_pad"] == 0
+    node.attrs["bilinear_interpolation_pad"] = 1
+    padded = model.run({f"x{i}": a for i, a in enumerate(arrays)})
+    assert not np.allclose(next(iter(padded.values())), next(iter(got.values())))
+
+
+def test_deformable_convolution_sample_past_the_edge_reads_the_edge(tmp_path: Path) -> None:
+    """A 1x1 filter of 1 shows the samples themselves: off X 0; within X bilinear; between the
+    last pixel and the edge, the last pixel (the pad would blend it with 0)."""
+    x = np.arange(1, 13, dtype=np.float32).reshape(1, 1, 3, 4)
+    shifts = [(0.0, 0.0), (0.5, 0.5), (2.5, 0.0), (0.0, 3.5), (-1.5, 0.0), (0.0, -1.0), (3.0, 0.0)]
+    offsets = np.zeros((1, 2, 3, 4), np.float32)
+    for k, (dy, dx) in enumerate(shifts):
+        offsets[0, 0].flat[k], offsets[0, 1].flat[k] = dy, dx
+    w = np.ones((1, 1, 1, 1), np.float32)
+    got = check(
+        lambda x, off: opset8.deformable_convolution(
+            x, off, ops.constant(w), [1, 1], [0, 0], [0, 0], [1, 1]
+        ),
+        x,
+        offsets,
+        tmp_path=tmp_path,
+    )
+    flat = next(iter(got.values())).reshape(-1)
+    # taps at (0,0)+(0,0); (0,1)+(.5,.5); (0,2)+(2.5,0); (0,3)+(0,3.5); (1,0)+(-1.5,0);
+    # (1,1)+(0,-1); (1,2)+(3,0); the rest unmoved.
+    want = [1.0, (2 + 3 + 6 + 7) / 4, 11.0, 0.0, 0.0, 5.0, 0.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+    np.testing.assert_allclose(flat, want, rtol=1e-6)
+
+
+def test_onnx_writer_refuses_deformable_convolution_without_the_pad(tmp_path: Path) -> None:
+    x, off = rand_f32(1, 2, 5, 5), rand_f32(1, 8, 4, 4)
+    w = ops.constant(rand_f32(3, 2, 2, 2))
+    params = [ops.parameter(a.shape, np.float32, name=f"x{i}") for i, a in enumerate((x, off))]
+    out = opset1.deformable_convolution(*params[:2], w, [1, 1], [0, 0], [0, 0], [1, 1])
+    path = save_ir([out], params, tmp_path)
+    with pytest.raises(
+        FormatError, match="'bilinear_interpolation_pad' = 0 does not exist in DeformConv"
+    ):
+        tl.save(tl.load(path), tmp_path / "m.onnx")
+
+
+@pytest.mark.parametrize(
     ("mask", "scale", "causal"),
     [(None, None, False), ("bool", None, False), ("float", 0.3, False), (None, 0.5, True),
      ("bool", None, True)],
@@ -689,6 +773,36 @@ def test_binary_convolution_follows_the_spec_bit_order(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ours, want)
     (theirs,) = compile_cpu(path)({"x0": x}).values()
     assert not np.array_equal(theirs, want)
+
+
+def test_u1_packs_the_first_element_in_the_high_bit(tmp_path: Path) -> None:
+    """The u1 layout the kernel's bits follow: OpenVINO's Python API packs a u1 Constant's first
+    element into bit 7 (its element-iterator tests pack 0,0,0,1,0,1,1,0 as 0x16), its CPU plugin's
+    Convert reads them back so, and tensorloop reads them so; only the plugin's BinaryConvolution
+    kernel reads each byte from bit 0 (the spec's result with every weight byte reversed)."""
+    bits = np.array([0, 0, 0, 1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 1], np.uint8)
+    as_u1 = opset16.constant(bits.reshape(2, 8, 1, 1), dtype=ov.Type.u1)
+    path = save_ir([opset16.convert(as_u1, "u8")], [], tmp_path)
+    assert path.with_suffix(".bin").read_bytes() == bytes([0x16, 0xB3])
+    (theirs,) = compile_cpu(path)({}).values()
+    assert theirs.reshape(-1).tolist() == bits.tolist()
+    (ours,) = tl.load(path).run({}).values()
+    assert ours.reshape(-1).tolist() == bits.tolist()
+
+    x = rand_f32(1, 8, 3, 3)
+    p = opset16.parameter(x.shape, np.float32, name="x0")
+    layer = opset1.binary_convolution(
+        p, as_u1, [1, 1], [0, 0], [0, 0], [1, 1], "xnor-popcount", 1.0
+    )
+    path = save_ir([layer], [p], tmp_path / "conv")
+    want = _binary_conv_spec(x, bits.reshape(2, 8, 1, 1), [1, 1], [0, 0], [0, 0], [1, 1], 1.0)
+    (ours,) = tl.load(path).run({"x0": x}).values()
+    np.testing.assert_array_equal(ours, want)
+    reversed_bytes = np.unpackbits(np.packbits(bits), bitorder="little").reshape(2, 8, 1, 1)
+    (theirs,) = compile_cpu(path)({"x0": x}).values()
+    np.testing.assert_array_equal(
+        theirs, _binary_conv_spec(x, reversed_bytes, [1, 1], [0, 0], [0, 0], [1, 1], 1.0)
+    )
 
 
 def test_binary_convolution_pads_zero_bits_for_pad_value_0(tmp_path: Path) -> None:

@@ -436,17 +436,20 @@ PS_ROIS = np.array(
 
 
 @pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("mode", ["avg", "max"])
 @pytest.mark.parametrize("coords", ["half_pixel", "output_half_pixel"])
 @pytest.mark.parametrize("ratio", [0, 2])
 @pytest.mark.parametrize(("oh", "ow", "scale"), [(2, 3, 1.0), (3, 3, 0.5)])
 def test_writer_roi_align(
-    coords: str, ratio: int, oh: int, ow: int, scale: float, tmp_path: Path
+    mode: str, coords: str, ratio: int, oh: int, ow: int, scale: float, tmp_path: Path
 ) -> None:
+    """avg, and the max mode that takes the largest of 0 and the samples (max_of="samples")."""
     x = rand_f32(2, 3, 8, 9, rng=RNG)
     indices = np.array([0, 1, 1, 0], np.int64)
     attrs = {
         "coordinate_transformation_mode": coords,
-        "mode": "avg",
+        "mode": mode,
+        "max_of": "samples" if mode == "max" else "corners",
         "output_height": oh,
         "output_width": ow,
         "sampling_ratio": ratio,
@@ -461,7 +464,7 @@ def test_writer_roi_align(
 def test_writer_roi_align_max_refused(tmp_path: Path) -> None:
     x, indices = rand_f32(1, 2, 6, 6, rng=RNG), np.zeros(4, np.int64)
     y = emit("RoiAlign", [ph("x", x), ph("rois", ROIS), ph("i", indices)], {"mode": "max"})
-    with pytest.raises(FormatError, match="max mode"):
+    with pytest.raises(FormatError, match="max mode takes the largest sample"):
         tl.save(tl.Model({"y": y}), tmp_path / "w.xml")
 
 
@@ -475,6 +478,36 @@ def test_writer_max_roi_pool(shape: tuple[int, int], scale: float, tmp_path: Pat
     attrs = {"pooled_shape": list(shape), "spatial_scale": scale}
     y = emit("MaxRoiPool", [ph("x", x), ph("rois", rois)], attrs)
     written_runs_alike(tl.Model({"y": y}), {"x": x, "rois": rois}, tmp_path)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize(
+    ("op", "attrs"),
+    [
+        ("PriorBox", {"min_size": [2.0, 4.0], "max_size": [5.0, 9.0], "aspect_ratio": [2.0, 3.0],
+                      "flip": 1, "clip": 1, "step": 8.0, "offset": 0.5,
+                      "variance": [0.1, 0.1, 0.2, 0.2]}),
+        ("PriorBox", {"min_size": [3.0], "max_size": [7.0], "aspect_ratio": [0.5], "offset": 0.25,
+                      "min_max_aspect_ratios_order": 0, "variance": [0.2]}),
+        ("PriorBox", {"fixed_size": [8.0, 16.0], "density": [2.0, 3.0], "offset": 0.5}),
+        ("PriorBoxClustered", {"width": [6.0, 10.0], "height": [9.0, 2.0], "offset": 0.25,
+                               "step_w": 4.0, "step_h": 6.0, "clip": 0}),
+        ("PriorBoxClustered", {"width": [2.0], "height": [3.0], "offset": 0.5}),
+    ],
+)  # fmt: skip
+def test_writer_prior_boxes(op: str, attrs: dict[str, Any], tmp_path: Path) -> None:
+    """The sizes as the model's inputs: written as PriorBox-8 / PriorBoxClustered-1 over them."""
+    sizes, image = np.array([3, 5], np.int64), np.array([24, 30], np.int64)
+    y = emit(op, [ph("sizes", sizes, ("two",)), ph("image", image)], attrs)
+    written_runs_alike(tl.Model({"y": y}), {"sizes": sizes, "image": image}, tmp_path)
+
+
+@pytest.mark.usefixtures("_fresh_builder")
+@pytest.mark.parametrize("shape", [(2, 2), (1, 3), (4, 1)])
+def test_writer_bilinear_roi_pool(shape: tuple[int, int], tmp_path: Path) -> None:
+    x = rand_f32(2, 3, 7, 8, rng=RNG)
+    y = emit("BilinearRoiPool", [ph("x", x), ph("rois", UNIT_ROIS)], {"pooled_shape": shape})
+    written_runs_alike(tl.Model({"y": y}), {"x": x, "rois": UNIT_ROIS}, tmp_path)
 
 
 @pytest.mark.usefixtures("_fresh_builder")

@@ -4,11 +4,14 @@ SpaceToDepth written back (write_shape.py)."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ops = pytest.importorskip("openvino.opset13")
 
@@ -17,6 +20,7 @@ from openvino_layer_checks import (  # noqa: E402
     _fresh_builder,  # noqa: F401 (a fixture)
     check,
     const,
+    edit_ir,
     ph,
     rand_f32,
     run_path,
@@ -161,6 +165,77 @@ def test_pad_12_crops_with_negative_pads(tmp_path: Path) -> None:
         rand_f32(3, 4, 5),
         tmp_path=tmp_path,
     )
+
+
+def _numpy_symmetric(x: Any, begins: list[int], ends: list[int]) -> Any:
+    """numpy.pad(mode="symmetric") by the positive pads, then cropped by the negative ones."""
+    pads = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends, strict=True)]
+    grown = np.pad(x, pads, "symmetric")
+    crops = zip(begins, ends, grown.shape, strict=True)
+    return grown[tuple(slice(max(-b, 0), n - max(-e, 0)) for b, e, n in crops)]
+
+
+@pytest.mark.parametrize("version", [opset1, opset12])
+@pytest.mark.parametrize(
+    ("begins", "ends"),
+    [
+        ([1, 0, 2], [0, 3, 1]),
+        ([3, 4, 5], [3, 4, 5]),  # a pad as long as its axis mirrors all of it
+        ([-1, 2, 0], [2, -3, -1]),  # cropping one side, mirroring the other
+        ([-2, 0, 5], [2, 0, -4]),
+    ],
+)
+def test_pad_symmetric(version: Any, begins: list[int], ends: list[int], tmp_path: Path) -> None:
+    x = rand_f32(3, 4, 5)
+    got = check(
+        lambda p: version.pad(p, const(begins), const(ends), "symmetric"), x, tmp_path=tmp_path
+    )
+    (out,) = got.values()
+    np.testing.assert_array_equal(out, _numpy_symmetric(x, begins, ends))
+
+
+def test_pad_symmetric_dynamic_dims(tmp_path: Path) -> None:
+    """Unknown dims are fine on the axes only cropped or left alone."""
+    check(
+        lambda p: opset12.pad(p, const([0, -1, 0]), const([0, 0, -2]), "symmetric"),
+        rand_f32(2, 3, 4),
+        tmp_path=tmp_path,
+        dynamic=True,
+        write=False,
+    )
+
+
+def test_pad_symmetric_refusals(tmp_path: Path) -> None:
+    p = ops.parameter([-1, 4], np.float32, name="x0")
+    path = save_ir([opset12.pad(p, const([1, 0]), const([0, 0]), "symmetric")], [p], tmp_path)
+    with pytest.raises(tl.FormatError, match=r"axis 0 of .* to be static"):
+        tl.load(path)
+    # OpenVINO refuses a symmetric pad longer than its axis: so does tensorloop.
+    p = ops.parameter([3, 4], np.float32, name="x0")
+    path = save_ir([opset12.pad(p, const([0, 0]), const([0, 5]), "constant")], [p], tmp_path)
+    edit_ir(path, 'pad_mode="constant"', 'pad_mode="symmetric"')
+    with pytest.raises(tl.FormatError, match="pads 0 / 5 exceed axis 1"):
+        tl.load(path)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    data=st.data(),
+)
+def test_pad_symmetric_is_numpys(shape: list[int], data: Any) -> None:
+    """The law: Pad symmetric with pads within the axis is numpy.pad(mode="symmetric"), then
+    cropped by the negative pads."""
+    begins = [data.draw(st.integers(-n + 1, n)) for n in shape]
+    ends = [
+        data.draw(st.integers(-(n - max(-b, 0)) + 1, n)) for n, b in zip(shape, begins, strict=True)
+    ]
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    p = ops.parameter(shape, np.float32, name="x0")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = save_ir([opset12.pad(p, const(begins), const(ends), "symmetric")], [p], Path(tmp))
+        (out,) = tl.load(path).run({"x0": x}).values()
+    np.testing.assert_array_equal(out, _numpy_symmetric(x, begins, ends))
 
 
 # -- block rearrangements: ShuffleChannels, SpaceToBatch, BatchToSpace -----------------------------

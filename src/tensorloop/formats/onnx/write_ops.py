@@ -52,7 +52,7 @@ def _schema(file: File, node: Node) -> onnx.defs.OpSchema:
             continue
         version = DOMAIN_OPSETS.get(domain, file.opset)
         try:
-            return onnx.defs.get_schema(node.op, version, domain)
+            schema = onnx.defs.get_schema(node.op, version, domain)
         except onnx.defs.SchemaError:
             since = min(
                 s.since_version
@@ -63,7 +63,38 @@ def _schema(file: File, node: Node) -> onnx.defs.OpSchema:
                 f"{describe(node)}: ONNX has {node.op} from opset {since} of "
                 f"{domain or 'ai.onnx'}, but the export targets opset {version} (pass opset=)"
             ) from None
+        if domain:
+            schema = _before_retired(file, node, schema)
+            need = file.domain_needs.get(domain, (0, ""))
+            if schema.since_version > need[0]:
+                file.domain_needs[domain] = (schema.since_version, node.op)
+        return schema
     raise FormatError(f"{describe(node)}: ONNX has no op '{node.op}'")
+
+
+def _before_retired(file: File, node: Node, schema: onnx.defs.OpSchema) -> onnx.defs.OpSchema:
+    """An op its domain's newest opset retired (TreeEnsembleRegressor and TreeEnsembleClassifier
+    in ai.onnx.ml 5) is written as the opset before defines it; the file then imports that."""
+    if not schema.deprecated:
+        return schema
+    last = schema.since_version - 1
+    ceiling = file.domain_ceilings.get(schema.domain, (last + 1, ""))
+    if last < ceiling[0]:
+        file.domain_ceilings[schema.domain] = (last, node.op)
+    return onnx.defs.get_schema(node.op, last, schema.domain)
+
+
+def domain_version(file: File, domain: str) -> int:
+    """The opset of ``domain`` the file imports: the newest, or the one before an op of the file
+    was retired; FormatError if another op of the file needs a newer one."""
+    ceiling, retired = file.domain_ceilings.get(domain, (DOMAIN_OPSETS[domain], ""))
+    need, op = file.domain_needs.get(domain, (0, ""))
+    if need > ceiling:
+        raise FormatError(
+            f"the model holds {retired}, which {domain} {ceiling + 1} retired, and {op}, which "
+            f"{domain} has only from opset {need}: no one opset of {domain} holds both"
+        )
+    return ceiling
 
 
 def generic(scope: Scope, node: Node, written: int | None = None) -> None:

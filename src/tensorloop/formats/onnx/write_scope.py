@@ -82,6 +82,10 @@ class File:
         self.initializers: list[onnx.TensorProto] = []
         self.variables: dict[str, str] = {}
         self.domains: set[str] = set()
+        self.domain_needs: dict[str, tuple[int, str]] = {}
+        """Per other domain, the newest op version a node needs (and that op's name)."""
+        self.domain_ceilings: dict[str, tuple[int, str]] = {}
+        """Per other domain, the opset before one that retired an op written (and its name)."""
         self._node_names: set[str] = set()
         self._reserve(self.root)
 

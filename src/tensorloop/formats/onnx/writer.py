@@ -19,7 +19,7 @@ from ...ir.graph import Graph, Node
 from ...model import Model
 from ...tensor.types import TensorType
 from .write_control import write_if, write_loop
-from .write_ops import DOMAIN_OPSETS, LARGE_CONSTANT, OP_WRITERS, generic
+from .write_ops import DOMAIN_OPSETS, LARGE_CONSTANT, OP_WRITERS, domain_version, generic
 from .write_prune import prune
 from .write_scope import File, NodeWriter, Scope, emit_nodes, graph_outputs, value_info
 
@@ -48,7 +48,7 @@ def to_onnx(model: Model, *, opset: int = OPSET) -> onnx.ModelProto:
         scope.nodes, graph.name, inputs, outputs, initializer=file.initializers
     )
     imports = [helper.make_opsetid("", opset)]
-    imports += [helper.make_opsetid(d, DOMAIN_OPSETS[d]) for d in sorted(file.domains)]
+    imports += [helper.make_opsetid(d, domain_version(file, d)) for d in sorted(file.domains)]
     model_proto = helper.make_model(
         proto,
         opset_imports=imports,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...errors import FormatError, TensorloopError, UnsupportedOpError
+from ...errors import FormatError, GraphError, TensorloopError, UnsupportedOpError
 from ...ir.emit import Emitter
 from ...ir.graph import Graph, Value
 from ...tensor.dtypes import DType
@@ -158,9 +159,10 @@ class LayerContext:
 
 def convert_model(net: Net, source: Source) -> Graph:
     """The top-level net as a graph: Parameters become inputs, Results outputs, in file order."""
-    graph, params, _ = convert_net(net, source, net.name)
+    graph, params, results = convert_net(net, source, net.name)
     if not graph.outputs:
         raise FormatError(f"{source.path}: net '{net.name}' has no Result layer: no outputs")
+    _name_results(graph, net, results)
     aliases: dict[str, str] = {}
     taken = {v.name for v in graph.inputs}
     for lid, value in params.items():
@@ -170,6 +172,29 @@ def convert_model(net: Net, source: Source) -> Graph:
                 aliases.setdefault(alias, value.name)
     graph.input_aliases = aliases
     return graph
+
+
+def _name_results(graph: Graph, net: Net, results: dict[str, Value]) -> None:
+    """Each output under the first tensor name of the port its Result reads, as OpenVINO's
+    ``get_any_name`` reports it, even where the converted value is an input or another output
+    (a layer output that passes an input through, or two ports that compute one value): an
+    Identity then carries the name. A port read by two Results gives both the same name, as in
+    OpenVINO."""
+    names = {
+        (e.to_layer, e.to_port): port.names
+        for e in net.edges
+        for port in net.layers[e.from_layer].outputs
+        if port.id == e.from_port
+    }
+    graph.outputs = []
+    for lid, value in ((lid, results[lid]) for lid in net.layers if lid in results):
+        layer = net.layers[lid]
+        wanted = names.get((lid, layer.inputs[0].id), ()) if layer.inputs else ()
+        if wanted and value.name != wanted[0]:
+            # Unless the name is an input's, or another output's: then it stays the value's own.
+            with contextlib.suppress(GraphError):
+                value = graph.result_named(value, wanted[0])
+        graph.outputs.append(value)
 
 
 def input_aliases(graph: Graph) -> dict[str, str]:

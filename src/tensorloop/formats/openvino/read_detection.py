@@ -2,18 +2,19 @@
 
 One converter per layer type, at every opset version OpenVINO's converters write.
 
-Read: PriorBox (v1, v8) and PriorBoxClustered (v1) as constants computed at conversion time
-(their outputs depend only on the two shape inputs, which must then be constant), ReorgYolo and
-RegionYolo (reshape / transpose / sigmoid / softmax compositions), ROIAlign (v3, v9: avg mode,
-every aligned mode) as RoiAlign, ROIPooling's max method as MaxRoiPool, PSROIPooling (average and
+Read: PriorBox (v1, v8) and PriorBoxClustered (v1) as the core ops of those names, whose
+output_size and image_size inputs may be computed at run time (a feature map's ShapeOf),
+ReorgYolo and RegionYolo (reshape / transpose / sigmoid / softmax compositions), ROIAlign (v3,
+v9: both modes, every aligned mode) as RoiAlign, ROIPooling's max method as MaxRoiPool and its
+bilinear method as BilinearRoiPool, PSROIPooling (average and
 bilinear) as PsRoiPool, DeformablePSROIPooling (bilinear_deformable, with or without offsets) as
 DeformablePsRoiPool, ROIAlignRotated as RoiAlignRotated, Proposal (v1, v4) as Proposal,
 DetectionOutput (v1, v8; 3 or 5 inputs) as DetectionOutput, GenerateProposals (v9) as
 GenerateProposals.
 
-Refused because the core ops cannot express them exactly: ROIAlign's max mode (OpenVINO takes
-the largest bilinear sample, RoiAlign the largest weighted corner) and ROIPooling's bilinear
-method. The NMS layers are read in read_nms.py."""
+ROIAlign's max mode is RoiAlign's with max_of="samples": the largest of 0 and the bilinear
+samples, where ONNX's max takes the largest weighted corner. The NMS layers are read in
+read_nms.py."""
 
 from __future__ import annotations
 
@@ -23,13 +24,12 @@ from typing import Any
 import numpy as np
 
 from ...ir.graph import Value
+from ...ops.detection import prior_box_counts
 from ...tensor.dtypes import DType
 from .convert import LayerContext, converter
 from .inputs import cast_to, reshape, static_dims, type_of
 
 __all__: list[str] = []
-
-_F = np.float32
 
 
 def _floats_attr(ctx: LayerContext, key: str, default: str = "") -> list[float]:
@@ -42,52 +42,21 @@ def _floats_attr(ctx: LayerContext, key: str, default: str = "") -> list[float]:
         raise ctx.error(f"attribute '{key}' is {text!r}, expected numbers") from None
 
 
-def _shape_pair(ctx: LayerContext, index: int, what: str) -> tuple[int, int]:
-    data = ctx.const(index)
-    if data is None:
-        raise ctx.error(f"input #{index} ({what}) must be a constant to compute the priors")
-    if data.dtype.kind not in "iu" or data.size != 2:
-        raise ctx.error(f"input #{index} ({what}) must hold 2 integers, got {data!r}")
-    height, width = (int(v) for v in data.reshape(-1))
-    if height <= 0 or width <= 0:
-        raise ctx.error(f"input #{index} ({what}) must be positive, got {[height, width]}")
-    return height, width
-
-
-def _variances(ctx: LayerContext, key: str) -> list[np.float32]:
-    values = [_F(v) for v in _floats_attr(ctx, key)]
+def _variances(ctx: LayerContext, key: str) -> list[float]:
+    values = _floats_attr(ctx, key)
     if len(values) not in (0, 1, 4):
         raise ctx.error(f"attribute '{key}' must hold 0, 1 or 4 values, got {len(values)}")
-    return values or [_F(0.1)]
+    return values
 
 
-def _priors_output(boxes: list[np.float32], variance: list[np.float32]) -> np.ndarray[Any, Any]:
-    """OpenVINO's [2, 4 * priors] layout: the boxes, then each box's variances."""
-    first = np.asarray(boxes, _F)
-    second = np.resize(np.asarray(variance, _F), first.shape) if len(variance) == 4 else None
-    if second is None:
-        second = np.full(first.shape, variance[0], _F)
-    return np.stack([first, second])
-
-
-def _prior_count(ratios: list[float], flip: bool, attrs: dict[str, Any]) -> int:
-    """OpenVINO's PriorBox::number_of_priors (the size it gives the output)."""
-    unique = {1.0}
-    for r in ratios:
-        unique.add(round(r * 1e6) / 1e6)
-        if flip:
-            unique.add(round(1 / r * 1e6) / 1e6)
-    total = len(unique)
-    if attrs["scale_all_sizes"]:
-        count = total * len(attrs["min_size"]) + len(attrs["max_size"])
-    else:
-        count = total + len(attrs["min_size"]) - 1
-    if attrs["fixed_size"]:
-        count = total * len(attrs["fixed_size"])
-    for density in attrs["density"]:
-        d2 = int(density) * int(density) - 1
-        count += (len(attrs["fixed_ratio"]) if attrs["fixed_ratio"] else total) * d2
-    return count
+def _sizes(ctx: LayerContext) -> list[Value]:
+    """The output_size and image_size inputs, constant or computed."""
+    sizes = [ctx.input(0), ctx.input(1)]
+    for index, (value, what) in enumerate(zip(sizes, ("output_size", "image_size"), strict=True)):
+        t = type_of(ctx, value)
+        if not (t.dtype.is_int and t.rank == 1):
+            raise ctx.error(f"input #{index} ({what}) must be 1-D integers, got {t}")
+    return sizes
 
 
 @converter("PriorBox")
@@ -95,143 +64,47 @@ def _prior_box(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     version = ctx.layer.version or "opset1"
     if version not in ("opset1", "opset8"):
         raise ctx.error(f"PriorBox version {version!r} is not supported")
-    height, width = _shape_pair(ctx, 0, "output_size")
-    img_h, img_w = _shape_pair(ctx, 1, "image_size")
+    order = version == "opset1" or ctx.bool_attr("min_max_aspect_ratios_order", "true")
     attrs: dict[str, Any] = {
-        "min_size": _floats_attr(ctx, "min_size"),
-        "max_size": _floats_attr(ctx, "max_size"),
-        "fixed_size": _floats_attr(ctx, "fixed_size"),
-        "fixed_ratio": _floats_attr(ctx, "fixed_ratio"),
-        "density": _floats_attr(ctx, "density"),
-        "scale_all_sizes": ctx.bool_attr("scale_all_sizes", "true"),
+        key: _floats_attr(ctx, key)
+        for key in ("min_size", "max_size", "aspect_ratio", "fixed_size", "fixed_ratio", "density")
     }
-    ratios_given = _floats_attr(ctx, "aspect_ratio")
-    flip, clip = ctx.bool_attr("flip", "false"), ctx.bool_attr("clip", "false")
-    order = version == "opset8" and ctx.bool_attr("min_max_aspect_ratios_order", "true")
-    if version == "opset1":
-        order = True
-    step, offset = _F(ctx.float_attr("step", 0.0)), _F(ctx.float_attr("offset"))
-    variance = _variances(ctx, "variance")
+    attrs |= {
+        "flip": int(ctx.bool_attr("flip", "false")),
+        "clip": int(ctx.bool_attr("clip", "false")),
+        "step": ctx.float_attr("step", 0.0),
+        "offset": ctx.float_attr("offset"),
+        "variance": _variances(ctx, "variance"),
+        "scale_all_sizes": int(ctx.bool_attr("scale_all_sizes", "true")),
+        "min_max_aspect_ratios_order": int(order),
+    }
     if attrs["density"] and len(attrs["density"]) != len(attrs["fixed_size"]):
         raise ctx.error("attributes 'density' and 'fixed_size' must have the same length")
-
-    ratios = [_F(1.0)]
-    for r in ratios_given:
-        if not any(abs(_F(r) - e) < 1e-6 for e in ratios):
-            ratios.append(_F(r))
-            if flip:
-                ratios.append(_F(1.0) / _F(r))
-    others = [r for r in ratios if abs(r - _F(1.0)) >= 1e-6]
-
-    min_size = [_F(s) for s in attrs["min_size"]]
-    if not attrs["scale_all_sizes"]:
-        step = _F(img_h) / _F(height) if step == -1 else step * _F(img_h)
-        min_size = [s * _F(img_h) for s in min_size]
-    iwi, ihi = _F(1.0) / _F(img_w), _F(1.0) / _F(img_h)
-    if step == 0:
-        step_x, step_y = _F(img_w) / _F(width), _F(img_h) / _F(height)
-    else:
-        step_x = step_y = step
-    boxes: list[np.float32] = []
-
-    def emit(cx: Any, cy: Any, bw: Any, bh: Any, clip_box: bool) -> None:
-        vals = [(cx - bw) * iwi, (cy - bh) * ihi, (cx + bw) * iwi, (cy + bh) * ihi]
-        if clip_box:
-            vals = [
-                max(vals[0], _F(0)),
-                max(vals[1], _F(0)),
-                min(vals[2], _F(1)),
-                min(vals[3], _F(1)),
-            ]
-        boxes.extend(_F(v) for v in vals)
-
-    def dense(cx: Any, cy: Any, s: int, bw: Any, bh: Any) -> None:
-        fixed = attrs["fixed_size"][s]
-        size_int = int(fixed)
-        density = int(attrs["density"][s])
-        shift = int(fixed / density)
-        for r in range(density):
-            for c in range(density):
-                x = cx - _F(size_int // 2) + _F(shift) / _F(2) + _F(c * shift)
-                y = cy - _F(size_int // 2) + _F(shift) / _F(2) + _F(r * shift)
-                emit(_F(x), _F(y), bw, bh, True)
-
-    for h in range(height):
-        for w in range(width):
-            if step == 0:
-                cx, cy = (_F(w) + _F(0.5)) * step_x, (_F(h) + _F(0.5)) * step_y
-            else:
-                cx, cy = (offset + _F(w)) * step, (offset + _F(h)) * step
-            for s, fixed in enumerate(attrs["fixed_size"]):
-                half = _F(int(fixed)) * _F(0.5)
-                if attrs["fixed_ratio"]:
-                    for ar in attrs["fixed_ratio"]:
-                        root = np.sqrt(_F(ar))
-                        dense(cx, cy, s, _F(fixed) * _F(0.5) * root, _F(fixed) * _F(0.5) / root)
-                    continue
-                if attrs["density"]:
-                    dense(cx, cy, s, half, half)
-                for ar in others:
-                    root = np.sqrt(ar)
-                    dense(cx, cy, s, _F(fixed) * _F(0.5) * root, _F(fixed) * _F(0.5) / root)
-            for i, size in enumerate(min_size):
-                emit(cx, cy, size * _F(0.5), size * _F(0.5), False)
-                with_ratios = attrs["scale_all_sizes"] or i == len(min_size) - 1
-                base = min_size[i if attrs["scale_all_sizes"] else 0]
-                maxed: list[tuple[Any, Any]] = []
-                if len(attrs["max_size"]) > i:
-                    half = np.sqrt(size * _F(attrs["max_size"][i])) * _F(0.5)
-                    maxed.append((half, half))
-                ratioed: list[tuple[Any, Any]] = []
-                if with_ratios:
-                    for ar in others:
-                        root = np.sqrt(ar)
-                        ratioed.append((base * _F(0.5) * root, base * _F(0.5) / root))
-                for bw, bh in maxed + ratioed if order else ratioed + maxed:
-                    emit(cx, cy, bw, bh, False)
-    expected = height * width * _prior_count(ratios_given, flip, attrs) * 4
-    if len(boxes) != expected:
+    given, declared = prior_box_counts(attrs)
+    if given != declared:
         raise ctx.error(
-            f"these attributes give {len(boxes) // 4} priors where OpenVINO sizes the output for "
-            f"{expected // 4}: not supported"
+            f"these attributes give {given} priors a cell where OpenVINO sizes the output for "
+            f"{declared}: not supported"
         )
-    out = _priors_output(boxes, variance)
-    if clip:
-        out[0] = np.clip(out[0], 0, 1)
-    return [ctx.em.const(out)]
+    return [ctx.em.op("PriorBox", _sizes(ctx), attrs)]
 
 
 @converter("PriorBoxClustered")
 def _prior_box_clustered(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    height, width = _shape_pair(ctx, 0, "output_size")
-    img_h, img_w = _shape_pair(ctx, 1, "image_size")
     widths, heights = _floats_attr(ctx, "width"), _floats_attr(ctx, "height")
     if len(widths) != len(heights):
         raise ctx.error(f"attributes 'width' {widths} and 'height' {heights} must pair up")
-    clip = ctx.bool_attr("clip", "true")
-    step = _F(ctx.float_attr("step", 0.0))
-    step_w = _F(ctx.float_attr("step_w", 0.0)) or step
-    step_h = _F(ctx.float_attr("step_h", 0.0)) or step
-    offset = _F(ctx.float_attr("offset"))
-    variance = _variances(ctx, "variance")
-    if step_w == 0 and step_h == 0:
-        step_w, step_h = _F(img_w) / _F(width), _F(img_h) / _F(height)
-    boxes: list[np.float32] = []
-    for h in range(height):
-        for w in range(width):
-            cx, cy = (_F(w) + offset) * step_w, (_F(h) + offset) * step_h
-            for bw, bh in zip(widths, heights, strict=True):
-                hw, hh = _F(bw) / _F(2), _F(bh) / _F(2)
-                vals = [
-                    (cx - hw) / _F(img_w),
-                    (cy - hh) / _F(img_h),
-                    (cx + hw) / _F(img_w),
-                    (cy + hh) / _F(img_h),
-                ]
-                if clip:
-                    vals = [min(max(v, _F(0)), _F(1)) for v in vals]
-                boxes.extend(_F(v) for v in vals)
-    return [ctx.em.const(_priors_output(boxes, variance))]
+    step = ctx.float_attr("step", 0.0)
+    attrs = {
+        "width": widths,
+        "height": heights,
+        "clip": int(ctx.bool_attr("clip", "true")),
+        "step_w": ctx.float_attr("step_w", 0.0) or step,
+        "step_h": ctx.float_attr("step_h", 0.0) or step,
+        "offset": ctx.float_attr("offset"),
+        "variance": _variances(ctx, "variance"),
+    }
+    return [ctx.em.op("PriorBoxClustered", _sizes(ctx), attrs)]
 
 
 @converter("ReorgYolo")
@@ -298,9 +171,6 @@ def _roi_align(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         raise ctx.error(f"ROIAlign version {version!r} is not supported")
     x, rois, indices = ctx.input(0), ctx.input(1), ctx.input(2)
     mode = ctx.choice_attr("mode", ("avg", "max"))
-    if mode == "max":
-        # OpenVINO takes the largest bilinear sample; the core op the largest weighted corner.
-        raise ctx.error("ROIAlign's max mode has no core op: not supported")
     aligned = "asymmetric"
     if version == "opset9":
         aligned = ctx.choice_attr("aligned_mode", _ALIGNED_MODES, "asymmetric")
@@ -319,13 +189,14 @@ def _roi_align(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
             "output_half_pixel" if aligned == "asymmetric" else "half_pixel"
         ),
         "mode": mode,
+        "max_of": "samples" if mode == "max" else "corners",
         "output_height": ph,
         "output_width": pw,
         "sampling_ratio": ratio,
         "spatial_scale": scale,
     }
     out = ctx.em.op("RoiAlign", [x, rois, indices], attrs)
-    if aligned == "asymmetric" or ratio > 0:
+    if aligned == "asymmetric" or ratio > 0 or mode == "max":
         return [out]
     # Adaptive sampling takes ceil(bin size) samples a bin: none for an empty RoI, whose bins
     # OpenVINO then averages to 0 / 0 = NaN.
@@ -349,12 +220,14 @@ def _roi_align(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
 @converter("ROIPooling")
 def _roi_pooling(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     method = ctx.choice_attr("method", ("max", "bilinear"), "max")
-    if method != "max":
-        raise ctx.error("ROIPooling's bilinear method has no core op: not supported")
     if ctx.has_attr("output_size"):
         pooled = ctx.ints_attr("output_size")
     else:
         pooled = [ctx.int_attr("pooled_h"), ctx.int_attr("pooled_w")]
+    if method == "bilinear":
+        # The RoIs are in units of the image size: spatial_scale plays no part.
+        given = [ctx.input(0), ctx.input(1)]
+        return [ctx.em.op("BilinearRoiPool", given, {"pooled_shape": pooled})]
     attrs = {"pooled_shape": pooled, "spatial_scale": ctx.float_attr("spatial_scale")}
     return [ctx.em.op("MaxRoiPool", [ctx.input(0), ctx.input(1)], attrs)]
 

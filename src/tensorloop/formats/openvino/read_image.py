@@ -3,8 +3,13 @@
 Interpolate (as Resize), GridSample, Col2Im, ExtractImagePatches and the NV12/I420 colour
 conversions; one converter per layer type, at every opset version OpenVINO's converters write.
 
-Interpolate's area, bilinear_pillow and bicubic_pillow modes, and its linear mode with
-antialias, are errors."""
+Interpolate's Pillow modes are Resize with half_pixel coordinates, antialias and
+exclude_outside (the filter widened by the shrink factor, its weights renormalized over the
+taps on the input), at the scale input / output; an image of 8- or 16-bit integers is
+resampled one axis at a time in f32, each pass rounded half away from zero and saturated, as
+Pillow does. Linear mode with antialias is Resize with antialias and exclude_outside where no
+axis grows while another shrinks. Interpolate-1's area mode is an error: no spec defines it
+and the CPU plugin does not run it."""
 
 from __future__ import annotations
 
@@ -59,9 +64,10 @@ def _interpolate(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         # coordinates unless align_corners (or linear over other axes than the spatial ones).
         mode = ctx.choice_attr("mode", ("nearest", "linear", "cubic", "area"))
         if mode == "area":
-            raise ctx.error("mode 'area' is not supported (no core op computes it exactly)")
-        if ctx.bool_attr("antialias", False):
-            raise ctx.error("Interpolate-1 with antialias is not supported")
+            raise ctx.error(
+                "mode 'area' is not supported: OpenVINO's spec defines no algorithm for it and "
+                "its CPU plugin does not run Interpolate-1 in that mode"
+            )
         calc, values_at, coeff = "sizes", 1, -0.75
         nearest = "simple" if mode == "nearest" else "round_prefer_floor"
         axes = normalized_axes(ctx, ctx.ints_attr("axes"), rank, "axes")
@@ -71,14 +77,10 @@ def _interpolate(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         elif mode == "linear" and not (rank in (4, 5) and axes == list(range(2, rank))):
             ctm = "half_pixel"  # OpenVINO's linear is asymmetric over all spatial axes only
     else:
-        mode = ctx.choice_attr(
-            "mode",
-            ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow"),
-        )
-        if mode not in _INTERPOLATE_MODES:
-            raise ctx.error(f"mode '{mode}' is not supported (no core op computes it exactly)")
-        if mode == "linear" and ctx.bool_attr("antialias", False):
-            raise ctx.error("mode 'linear' with antialias is not supported (its filter differs)")
+        modes: tuple[str, ...] = ("nearest", "linear", "linear_onnx", "cubic")
+        if ctx.layer.version != "opset4":
+            modes += tuple(_PILLOW_MODES)
+        mode = ctx.choice_attr("mode", modes)
         calc = ctx.choice_attr("shape_calculation_mode", ("sizes", "scales"))
         ctm = ctx.choice_attr("coordinate_transformation_mode", _COORDINATE_MODES, "half_pixel")
         nearest = ctx.choice_attr("nearest_mode", (*_NEAREST_MODES, "simple"), "round_prefer_floor")
@@ -98,6 +100,8 @@ def _interpolate(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         if any(p < 0 for p in pads):
             raise ctx.error(f"negative pads {begin} / {end} are not supported")
         x = ctx.em.op("Pad", [x, ctx.em.ints(pads)])
+    if mode in _PILLOW_MODES:
+        return [_pillow(ctx, x, mode, calc, values_at, axes, coeff)]
     attrs: dict[str, Any] = {
         "mode": _INTERPOLATE_MODES[mode],
         "coordinate_transformation_mode": ctm,
@@ -105,9 +109,16 @@ def _interpolate(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
         "cubic_coeff_a": coeff,
         "axes": axes,
     }
+    if mode == "linear" and ctx.bool_attr("antialias", False):
+        attrs.update(_linear_antialias(ctx, x, calc, values_at, axes, ctm))
     simple = mode == "nearest" and nearest == "simple"
     if calc == "scales" and not simple and ctm != "align_corners":
-        scales = ctx.em.op("Cast", [ctx.input(values_at)], {"to": DType.float32})
+        given = ctx.const(values_at)
+        scales = (
+            ctx.em.op("Cast", [ctx.input(values_at)], {"to": DType.float32})
+            if given is None
+            else ctx.em.const(given.astype(np.float32).reshape(-1))
+        )
         return [ctx.em.op("Resize", [x, None, scales], attrs)]
     if calc == "sizes" and not simple:
         sizes = ctx.em.op("Cast", [int_vector(ctx, values_at, "sizes")], {"to": DType.int64})
@@ -160,6 +171,137 @@ def _static_resize(
         else:
             y = ctx.em.op("Resize", [y, None, None, ctx.em.ints([sizes[i] for i in picked])], part)
     return y
+
+
+_PILLOW_MODES = {"bilinear_pillow": "linear", "bicubic_pillow": "cubic"}
+
+
+def _axis_scales(
+    ctx: LayerContext, x: Value, calc: str, values_at: int, axes: list[int]
+) -> list[float] | None:
+    """The scale of each axis (output / input dim), or None where it is known only when running."""
+    given, dims = ctx.const(values_at), type_of(ctx, x).shape
+    if given is None:
+        return None
+    values = given.reshape(-1).tolist()
+    if len(values) != len(axes):
+        raise ctx.error(f"{calc} {values} must hold one value per axis of {axes}")
+    if calc == "scales":
+        return [float(np.float32(v)) for v in values]
+    if dims is None or not all(isinstance(dims[a], int) and dims[a] for a in axes):
+        return None
+    return [int(v) / int(dims[a]) for a, v in zip(axes, values, strict=True)]
+
+
+def _linear_antialias(
+    ctx: LayerContext, x: Value, calc: str, values_at: int, axes: list[int], ctm: str
+) -> dict[str, Any]:
+    """Resize's attributes for OpenVINO's linear mode with antialias. Where any axis shrinks,
+    OpenVINO widens every axis's triangle to 1 / scale and renormalizes its weights over the
+    taps on the input: Resize's antialias with exclude_outside, unless an axis also grows (its
+    triangle OpenVINO narrows, which no Resize computes)."""
+    scales = _axis_scales(ctx, x, calc, values_at, axes)
+    if scales is None:
+        raise ctx.error(
+            "mode 'linear' with antialias needs constant scales, or constant sizes over static "
+            "dims, to tell which axes shrink"
+        )
+    if not any(s < 1 for s in scales):
+        return {}
+    if any(s > 1 for s in scales):
+        raise ctx.error(
+            f"mode 'linear' with antialias and scales {scales}: OpenVINO narrows the filter of "
+            "the growing axes to 1 / scale, which no core op computes"
+        )
+    dims = list(type_of(ctx, x).shape or [])
+    if ctm == "align_corners" and calc == "scales":
+        # Corners align on floor(dim * scale) cells while the filter widens by 1 / scale: one
+        # Resize says both only where the scale divides evenly.
+        for a, s in zip(axes, scales, strict=True):
+            d = dims[a] if a < len(dims) else None
+            if not isinstance(d, int) or not float(np.float32(s) * np.float32(d)).is_integer():
+                raise ctx.error(
+                    f"mode 'linear' with antialias, align_corners and scale {s} on axis {a} of "
+                    f"{type_of(ctx, x)}: the scale must divide the axis evenly"
+                )
+    return {"antialias": 1, "exclude_outside": 1}
+
+
+def _pillow_sizes(
+    ctx: LayerContext, x: Value, calc: str, values_at: int, axes: list[int]
+) -> list[int] | Value:
+    """The output dims along ``axes``: the sizes, or floor(scale * dim) in f32; a list where
+    constants and static dims tell them."""
+    em, dims = ctx.em, type_of(ctx, x).shape
+    given = ctx.const(values_at)
+    if given is not None and len(given.reshape(-1)) != len(axes):
+        raise ctx.error(
+            f"{calc} {given.reshape(-1).tolist()} must hold one value per axis of {axes}"
+        )
+    if calc == "sizes":
+        if given is not None:
+            return [int(v) for v in given.reshape(-1)]
+        return em.op("Cast", [int_vector(ctx, values_at, "sizes")], {"to": DType.int64})
+    if given is not None and dims is not None and all(isinstance(dims[a], int) for a in axes):
+        scales = given.reshape(-1).tolist()
+        return [
+            math.floor(np.float32(s) * np.float32(dims[a]))
+            for a, s in zip(axes, scales, strict=True)
+        ]
+    shape = em.op("Cast", [em.op("Shape", [x])], {"to": DType.float32})
+    picked = em.op("Gather", [shape, em.ints(axes)], {"axis": 0})
+    scales_v = em.op("Cast", [ctx.input(values_at)], {"to": DType.float32})
+    product = em.op("Floor", [em.op("Mul", [picked, scales_v])])
+    return em.op("Cast", [product], {"to": DType.int64})
+
+
+def _pillow(
+    ctx: LayerContext,
+    x: Value,
+    mode: str,
+    calc: str,
+    values_at: int,
+    axes: list[int],
+    coeff: float,
+) -> Value:
+    """bilinear_pillow / bicubic_pillow over the (H, W) ``axes``: Pillow's separable resampling
+    at scale input / output (whatever the scales say), the filter widened by that factor when
+    shrinking, its weights renormalized over the taps on the input. A float image is one
+    Resize; an integer image is resampled W first, then H, in f32 (as the CPU plugin; ONNX
+    Runtime has no f64 Resize), each pass rounded half away from zero and saturated to the
+    image's type, as OpenVINO's reference and CPU plugin do."""
+    em = ctx.em
+    if not 1 <= len(axes) <= 2 or len(set(axes)) != len(axes):
+        raise ctx.error(f"mode '{mode}' resamples the (H, W) axes only, got axes {axes}")
+    dt = type_of(ctx, x).dtype
+    if not (dt.is_float or (dt.is_int and dt.numpy.itemsize <= 2)):
+        # The passes run in f32: within rounding of the spec's f64 for values of up to 16
+        # bits, not for wider integers.
+        raise ctx.error(f"mode '{mode}' resamples floats and integers of 8 or 16 bits, got {dt}")
+    sizes = _pillow_sizes(ctx, x, calc, values_at, axes)
+    attrs: dict[str, Any] = {
+        "mode": _PILLOW_MODES[mode],
+        "coordinate_transformation_mode": "half_pixel",
+        "cubic_coeff_a": coeff,
+        "antialias": 1,
+        "exclude_outside": 1,
+    }
+    if dt.is_float:
+        given = em.ints(sizes) if isinstance(sizes, list) else sizes
+        return em.op("Resize", [x, None, None, given], {**attrs, "axes": axes})
+    info = np.iinfo(dt.numpy)
+    lo, hi = (scalar_const(ctx, v, DType.float32) for v in (info.min, info.max))
+    half = scalar_const(ctx, 0.5, DType.float32)
+    y = em.op("Cast", [x], {"to": DType.float32})
+    for i in reversed(range(len(axes))):
+        if isinstance(sizes, list):
+            size = em.ints([sizes[i]])
+        else:
+            size = em.op("Gather", [sizes, em.ints([i])], {"axis": 0})
+        y = em.op("Resize", [y, None, None, size], {**attrs, "axes": [axes[i]]})
+        away = em.op("Floor", [em.op("Add", [em.op("Abs", [y]), half])])
+        y = em.op("Clip", [em.op("Mul", [em.op("Sign", [y]), away]), lo, hi])
+    return em.op("Cast", [y], {"to": dt})
 
 
 # -- sampling --------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ Convolutions (grouped, transposed, deformable and binary), pooling (adaptive too
 normalisations and ScaledDotProductAttention; one converter per layer type, at every opset version
 OpenVINO's converters write.
 
-DeformableConvolution is read with bilinear_interpolation_pad only (without it, edge samples read
-the edge pixel, which DeformConv cannot: an error).
+DeformableConvolution (v1, v8) is DeformConv with its bilinear_interpolation_pad attribute (false:
+samples off X read 0 and the others' corners are clamped onto X, which ONNX's op cannot say).
 
 BinaryConvolution (mode xnor-popcount, weights usually a packed-bit ``u1`` constant) is a core
 ``Conv`` of ±1 values, whose sum over the window is the spec's 2 * popcount(xnor) - bits: a
@@ -173,13 +173,9 @@ def _group_convolution_backprop(ctx: LayerContext, inputs: list[Value | None]) -
 
 @converter("DeformableConvolution")
 def _deformable_convolution(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
-    """DeformConv, whose samples read zeros around X: OpenVINO's bilinear_interpolation_pad=true
-    (opset 8). Without it (opset 1, and opset 8's default) samples within a pixel of the far edge
-    read that edge pixel, which DeformConv cannot do: left unsupported."""
-    if not ctx.bool_attr("bilinear_interpolation_pad", False):
-        raise ctx.error(
-            "bilinear_interpolation_pad=false (edge samples read the edge pixel) is not supported"
-        )
+    """DeformConv with OpenVINO's bilinear_interpolation_pad (opset 8; false in opset 1 and by
+    default): true reads zeros around X, false reads 0 for samples off X and clamps the corners
+    of the others onto it."""
     em = ctx.em
     x, offsets, w = ctx.input(0), ctx.input(1), ctx.input(2)
     rank = type_of(ctx, x).rank
@@ -200,6 +196,7 @@ def _deformable_convolution(ctx: LayerContext, inputs: list[Value | None]) -> li
         "kernel_shape": kernel,
         "group": ctx.int_attr("group", 1),
         "offset_group": ctx.int_attr("deformable_group", 1),
+        "bilinear_interpolation_pad": int(ctx.bool_attr("bilinear_interpolation_pad", False)),
     }
     args: list[Value | None] = [x, w, offsets]
     if has_input(inputs, 3):

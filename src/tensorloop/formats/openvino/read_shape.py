@@ -146,7 +146,7 @@ def _variadic_split(ctx: LayerContext, inputs: list[Value | None]) -> list[Value
 def _pad(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     mode = ctx.choice_attr("pad_mode", ("constant", "edge", "reflect", "symmetric"), "constant")
     if mode == "symmetric":
-        raise ctx.error("attribute 'pad_mode' is 'symmetric', which tensorloop does not support")
+        return [_symmetric_pad(ctx)]
     em = ctx.em
     begins = cast_to(ctx, int_vector(ctx, 1, "pads_begin"), DType.int64)
     ends = cast_to(ctx, int_vector(ctx, 2, "pads_end"), DType.int64)
@@ -158,6 +158,39 @@ def _pad(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
     if mode == "constant" and has_input(inputs, 3):
         ins.append(scalar_input(ctx, 3, "pad_value"))
     return [em.op("Pad", ins, {"mode": mode})]
+
+
+_BEFORE_START = -(2**63) + 1  # a Slice end before index 0 when stepping backwards
+
+
+def _symmetric_pad(ctx: LayerContext) -> Value:
+    """Pad mode "symmetric" (the edge element repeated: [3, 2, 1 | 1, 2, 3, 4 | 4, 3]), which core
+    Pad lacks, as Slice and Concat per axis: the first ``begin`` elements reversed, the data, the
+    last ``end`` reversed; a negative pad crops that side instead, the other side still mirroring
+    the uncropped data, as OpenVINO does. A pad may not exceed its axis (OpenVINO's rule)."""
+    em, x = ctx.em, ctx.input(0)
+    t = type_of(ctx, x)
+    begins, ends = const_ints(ctx, 1, "pads_begin"), const_ints(ctx, 2, "pads_end")
+    if t.rank is None or len(begins) != t.rank or len(ends) != t.rank:
+        raise ctx.error(f"pads_begin {begins} and pads_end {ends} must cover data {t}")
+    dims = list(t.shape or [])
+    y = x
+    for axis, (b, e) in enumerate(zip(begins, ends, strict=True)):
+        if not (b or e):
+            continue
+        d = dims[axis]
+        if max(b, e) > 0 and not isinstance(d, int):
+            raise ctx.error(f"pad_mode 'symmetric' needs axis {axis} of {t} to be static")
+        if isinstance(d, int) and max(b, e) > d:
+            raise ctx.error(f"pad_mode 'symmetric': pads {b} / {e} exceed axis {axis} of {t}")
+        kept = static_slice(ctx, y, [max(-b, 0)], [e if e < 0 else 2**63 - 1], [axis])
+        parts = [kept]
+        if b > 0:
+            parts.insert(0, static_slice(ctx, y, [b - 1], [_BEFORE_START], [axis], [-1]))
+        if e > 0:
+            parts.append(static_slice(ctx, y, [-1], [-e - 1], [axis], [-1]))
+        y = parts[0] if len(parts) == 1 else em.op("Concat", parts, {"axis": axis})
+    return y
 
 
 @converter("Broadcast")

@@ -1,20 +1,29 @@
-"""Core detection ops written as OpenVINO layers: RoI pooling and align, proposals, detections.
+"""Core detection ops written as OpenVINO layers: RoI pooling and align, priors, proposals,
+detections.
 
-The RoI poolings and aligns, Proposal, DetectionOutput and GenerateProposals."""
+The RoI poolings and aligns, PriorBox and PriorBoxClustered, Proposal, DetectionOutput and
+GenerateProposals."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from ...ops.detection import prior_ratios
 from ...tensor.dtypes import DType
 from ...tensor.types import UNKNOWN, TensorType
 from .write_net import Call, Emitter, NetBuilder, Tensor, convert
 
 
 def _roi_align(net: NetBuilder, call: Call) -> list[Tensor]:
-    if call.attrs["mode"] != "avg":
-        # OpenVINO takes the largest bilinear sample; the core op the largest weighted corner.
-        raise call.error("OpenVINO's ROIAlign max mode computes another maximum: not supported")
+    mode = call.attrs["mode"]
+    if mode == "max" and call.attrs["max_of"] != "samples":
+        # OpenVINO takes the largest of 0 and the bilinear samples, not the largest corner.
+        raise call.error(
+            "OpenVINO's ROIAlign max mode takes the largest sample (max_of='samples'), not the "
+            "largest weighted corner: not supported"
+        )
     x, rois, indices = call.arg(0), call.arg(1), call.arg(2)
     half = call.attrs["coordinate_transformation_mode"] == "half_pixel"
     ratio, scale = int(call.attrs["sampling_ratio"]), float(call.attrs["spatial_scale"])
@@ -30,10 +39,10 @@ def _roi_align(net: NetBuilder, call: Call) -> list[Tensor]:
         pooled_w=ow,
         sampling_ratio=ratio,
         spatial_scale=scale,
-        mode="avg",
+        mode=mode,
         aligned_mode="half_pixel_for_nn" if half else "asymmetric",
     )
-    if not half or ratio > 0:
+    if not half or ratio > 0 or mode == "max":
         return [out]
     # Adaptive sampling takes ceil(bin size) samples a bin: none for an empty RoI, whose bins
     # OpenVINO averages to 0 / 0 = NaN and the core op to 0.
@@ -83,6 +92,21 @@ def _max_roi_pool(net: NetBuilder, call: Call) -> list[Tensor]:
     )
 
 
+def _bilinear_roi_pool(net: NetBuilder, call: Call) -> list[Tensor]:
+    ph, pw = (int(v) for v in call.attrs["pooled_shape"])
+    return net.layer(
+        "ROIPooling",
+        [call.arg(0), call.arg(1)],
+        call.outs,
+        "opset2",
+        output_size=f"{ph},{pw}",
+        pooled_h=ph,
+        pooled_w=pw,
+        spatial_scale=1.0,  # the bilinear method does not read it
+        method="bilinear",
+    )
+
+
 def _ps_roi_pool(net: NetBuilder, call: Call) -> list[Tensor]:
     return net.layer(
         "PSROIPooling",
@@ -126,6 +150,75 @@ def _roi_align_rotated(net: NetBuilder, call: Call) -> list[Tensor]:
         sampling_ratio=int(call.attrs["sampling_ratio"]),
         spatial_scale=float(call.attrs["spatial_scale"]),
         clockwise_mode=bool(call.attrs["clockwise"]),
+    )
+
+
+def _floats_text(values: Any) -> str:
+    return ",".join(repr(float(v)) for v in values)
+
+
+def _caffe_order(a: dict[str, Any]) -> list[int]:
+    """Where each prior of a cell in min_max_aspect_ratios_order=false sits in the order=true
+    list: per min size its square, then its aspect-ratio boxes before its max-size square."""
+    others = len(prior_ratios(a["aspect_ratio"], bool(a["flip"]))) - 1
+    per_size = len(a["fixed_ratio"]) or 1 + others
+    fixed = sum(int(d) * int(d) * per_size for d in a["density"])
+    order, start = list(range(fixed)), fixed
+    mins = len(a["min_size"])
+    for i in range(mins):
+        maxed = int(len(a["max_size"]) > i)
+        ratioed = others if a["scale_all_sizes"] or i == mins - 1 else 0
+        after = start + 1 + maxed
+        order += [start, *range(after, after + ratioed), *range(start + 1, after)]
+        start = after + ratioed
+    return order
+
+
+def _prior_box(net: NetBuilder, call: Call) -> list[Tensor]:
+    a = call.attrs
+    lists = ("min_size", "max_size", "aspect_ratio", "fixed_size", "fixed_ratio", "density")
+    flags = ("flip", "clip", "scale_all_sizes")
+    order = _caffe_order(a)
+    # The CPU plugin compiles PriorBox-8 with min_max_aspect_ratios_order=false only over
+    # constant sizes (docs/openvino.md): the other order is written as a Gather of each cell's
+    # priors of order=true.
+    reorder = not a["min_max_aspect_ratios_order"] and order != sorted(order)
+    out = TensorType(DType.float32, [2, UNKNOWN]) if reorder else call.out
+    y = net.op(
+        "PriorBox",
+        [call.arg(0), call.arg(1)],
+        out,
+        "opset8",
+        **{key: _floats_text(a[key]) for key in lists},
+        **{key: bool(a[key]) for key in flags},
+        min_max_aspect_ratios_order=reorder or bool(a["min_max_aspect_ratios_order"]),
+        step=float(a["step"]),
+        offset=float(a["offset"]),
+        variance=_floats_text(a["variance"]),
+    )
+    if not reorder:
+        return [y]
+    cells = TensorType(DType.float32, [2, UNKNOWN, len(order), 4])
+    grid = net.op("Reshape", [y, net.ints([2, -1, len(order), 4])], cells, special_zero=False)
+    moved = net.op("Gather", [grid, net.ints(order), net.ints(2)], cells, "opset8", batch_dims=0)
+    return [net.op("Reshape", [moved, net.ints([2, -1])], call.out, special_zero=False)]
+
+
+def _prior_box_clustered(net: NetBuilder, call: Call) -> list[Tensor]:
+    a = call.attrs
+    return net.layer(
+        "PriorBoxClustered",
+        [call.arg(0), call.arg(1)],
+        call.outs,
+        "opset1",
+        width=_floats_text(a["width"]),
+        height=_floats_text(a["height"]),
+        clip=bool(a["clip"]),
+        step=0.0,
+        step_w=float(a["step_w"]),
+        step_h=float(a["step_h"]),
+        offset=float(a["offset"]),
+        variance=_floats_text(a["variance"]),
     )
 
 
@@ -202,9 +295,12 @@ def _generate_proposals(net: NetBuilder, call: Call) -> list[Tensor]:
 EMITTERS: dict[str, Emitter] = {
     "RoiAlign": _roi_align,
     "MaxRoiPool": _max_roi_pool,
+    "BilinearRoiPool": _bilinear_roi_pool,
     "PsRoiPool": _ps_roi_pool,
     "DeformablePsRoiPool": _deformable_ps_roi_pool,
     "RoiAlignRotated": _roi_align_rotated,
+    "PriorBox": _prior_box,
+    "PriorBoxClustered": _prior_box_clustered,
     "Proposal": _proposal,
     "DetectionOutput": _detection_output,
     "GenerateProposals": _generate_proposals,

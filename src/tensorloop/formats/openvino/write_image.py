@@ -79,16 +79,94 @@ def _present(t: Tensor | None) -> bool:
     return not (shape is not None and len(shape) == 1 and shape[0] == 0)
 
 
+def _scale_list(call: Call, x: Tensor, axes: list[int]) -> list[float] | None:
+    """Each listed axis's scale (output / input dim) where constants and static dims tell it."""
+    scales, sizes, dims = call.opt(2), call.opt(3), x.type.shape
+    if _present(sizes):
+        assert sizes is not None
+        if sizes.value is None or dims is None:
+            return None
+        given = np.asarray(sizes.value).reshape(-1).tolist()
+        known = [dims[a] for a in axes]
+        if not all(isinstance(d, int) and d for d in known):
+            return None
+        return [int(v) / int(d) for v, d in zip(given, known, strict=True)]
+    if scales is None or scales.value is None:
+        return None
+    return [float(np.float32(v)) for v in np.asarray(scales.value).reshape(-1)]
+
+
+def _pillow_axes(rank: int, axes: list[int]) -> bool:
+    """The axes OpenVINO's CPU plugin resamples as the Pillow modes: H and W of NCHW or NHWC."""
+    spatial = {3: [(1, 2)], 4: [(2, 3), (1, 2)]}.get(rank, [])
+    return any(set(axes) <= set(pair) for pair in spatial)
+
+
+def _antialiased(net: NetBuilder, call: Call, x: Tensor, axes: list[int]) -> list[Tensor]:
+    """Resize with antialias and exclude_outside (the filter widened by 1 / scale when shrinking,
+    its weights renormalized over the taps on the input): bilinear_pillow / bicubic_pillow at
+    half_pixel where the scale is input / output (sizes, or scales that divide evenly), else
+    linear with antialias over 5-D data, all axes shrinking (below rank 5 the CPU plugin
+    ignores antialias)."""
+    a = call.attrs
+    mode, ctm = a["mode"], a["coordinate_transformation_mode"]
+    if mode == "nearest" or not a["antialias"] or not a["exclude_outside"]:
+        raise call.error(
+            "Resize with exclude_outside but no antialias (or antialias without "
+            "exclude_outside) has no OpenVINO Interpolate that computes the same"
+        )
+    if not x.type.dtype.is_float:
+        raise call.error(f"OpenVINO resamples {x.type} with rounding between passes")
+    assert x.rank is not None
+    scales, dims, out = _scale_list(call, x, axes), x.type.shape, call.out.shape
+    if scales is None or dims is None or out is None or not all(isinstance(d, int) for d in out):
+        raise call.error("antialiased Resize needs constant scales or sizes and static dims")
+    outs = [int(d) for d in out]
+    pillow_scale = all(
+        outs[ax] and abs(outs[ax] / int(dims[ax]) - s) <= 1e-6 * s
+        for ax, s in zip(axes, scales, strict=True)
+    )
+    if ctm == "half_pixel" and pillow_scale and _pillow_axes(x.rank, axes):
+        if mode == "cubic" and a["cubic_coeff_a"] != -0.5:
+            raise call.error(
+                f"cubic_coeff_a {a['cubic_coeff_a']}: OpenVINO's CPU plugin computes "
+                "bicubic_pillow with -0.5 whatever cube_coeff says"
+            )
+        order = sorted(axes)
+        return [
+            net.op(
+                "Interpolate",
+                [x, net.ints([outs[ax] for ax in order]), net.ints(order)],
+                call.out,
+                "opset11",
+                mode="bilinear_pillow" if mode == "linear" else "bicubic_pillow",
+                shape_calculation_mode="sizes",
+                coordinate_transformation_mode="half_pixel",
+                nearest_mode="round_prefer_floor",
+                antialias=False,
+                pads_begin=ints_text([0] * x.rank),
+                pads_end=ints_text([0] * x.rank),
+                cube_coeff=float(a["cubic_coeff_a"]),
+            )
+        ]
+    if mode == "linear" and x.rank == 5 and all(ax >= 2 for ax in axes) and max(scales) <= 1:
+        return []  # OpenVINO's linear mode with antialias computes it
+    raise call.error(
+        f"antialiased {mode} Resize ({ctm}, scales {scales}, axes {axes} of {x.type}) has no "
+        "OpenVINO Interpolate the CPU plugin computes alike"
+    )
+
+
 def _resize(net: NetBuilder, call: Call) -> list[Tensor]:
     a = call.attrs
     x = call.arg(0)
     ctm = a["coordinate_transformation_mode"]
     if ctm not in _RESIZE_COORDINATES:
         raise call.error(f"coordinate_transformation_mode '{ctm}' has no OpenVINO Interpolate")
-    if a["antialias"] or a["exclude_outside"] or a["keep_aspect_ratio_policy"] != "stretch":
+    if a["keep_aspect_ratio_policy"] != "stretch":
         raise call.error(
-            "Resize with antialias, exclude_outside or a keep_aspect_ratio_policy other than "
-            "stretch has no OpenVINO Interpolate that computes the same"
+            "Resize with a keep_aspect_ratio_policy other than stretch has no OpenVINO "
+            "Interpolate that computes the same"
         )
     if x.rank is None:
         raise call.error(f"OpenVINO needs X of a known rank, got {x.type}")
@@ -96,6 +174,11 @@ def _resize(net: NetBuilder, call: Call) -> list[Tensor]:
         call.normalize_axis(int(v), x.rank, "axes")
         for v in (range(x.rank) if a["axes"] is None else a["axes"])
     ]
+    antialias = bool(a["antialias"] or a["exclude_outside"])
+    if antialias:
+        written = _antialiased(net, call, x, axes)
+        if written:
+            return written
     scales, sizes = call.opt(2), call.opt(3)
     if _present(sizes):
         assert sizes is not None
@@ -125,11 +208,11 @@ def _resize(net: NetBuilder, call: Call) -> list[Tensor]:
             [x, given, net.ints(axes)],
             call.out,
             "opset11",
-            mode=_RESIZE_MODES[a["mode"]],
+            mode="linear" if antialias else _RESIZE_MODES[a["mode"]],
             shape_calculation_mode=calc,
             coordinate_transformation_mode=ctm,
             nearest_mode=a["nearest_mode"],
-            antialias=False,
+            antialias=antialias,
             pads_begin=ints_text([0] * x.rank),
             pads_end=ints_text([0] * x.rank),
             cube_coeff=float(a["cubic_coeff_a"]),

@@ -126,8 +126,8 @@ def _conv_transpose(net: NetBuilder, call: Call) -> list[Tensor]:
 
 
 def _deform_conv(net: NetBuilder, call: Call) -> list[Tensor]:
-    """DeformableConvolution-8 with bilinear_interpolation_pad=true: samples read zeros around X,
-    as the core op's do; the bias is added after."""
+    """DeformableConvolution-8 with the core op's bilinear_interpolation_pad (true: samples read
+    zeros around X, as ONNX's do); the bias is added after."""
     x, w, offsets = call.arg(0), call.arg(1), call.arg(2)
     bias, mask = call.opt(3), call.opt(4)
     if x.rank is None or x.rank < 3:
@@ -147,7 +147,7 @@ def _deform_conv(net: NetBuilder, call: Call) -> list[Tensor]:
         auto_pad="explicit",
         group=int(call.attrs["group"]),
         deformable_group=int(call.attrs["offset_group"]),
-        bilinear_interpolation_pad=True,
+        bilinear_interpolation_pad=bool(call.attrs["bilinear_interpolation_pad"]),
     )
     if bias is None:
         return [y]

@@ -41,6 +41,11 @@ def write_openvino(
         top.name_tensor(params[-1], v.name)
     outs = lower(top, graph, params)
     for v, t in zip(graph.outputs, outs, strict=True):
+        if v.name in t.port.names:
+            # An input passed through, or a value listed twice under one name: the Result reads
+            # the named tensor, as OpenVINO's own IR does.
+            top.result(t)
+            continue
         if t.port.names:
             # The tensor already carries an input's or another output's name; a same-type Convert
             # gives this output a tensor of its own to name.

@@ -464,6 +464,7 @@ def roi_align(ctx: KernelContext, data: Any, rois: Any, batch_indices: Any) -> A
     ratio, half = ctx.attr("sampling_ratio"), ctx.attr("coordinate_transformation_mode")
     shift = 0.5 if half == "half_pixel" else 0.0
     use_max = ctx.attr("mode") == "max"
+    of_samples = ctx.attr("max_of") == "samples"
     out = np.zeros((len(which), x.shape[1], oh, ow))
     # The number of samples per bin varies per RoI, so RoIs go one at a time.
     for r, (box, image) in enumerate(
@@ -495,7 +496,9 @@ def roi_align(ctx: KernelContext, data: Any, rois: Any, batch_indices: Any) -> A
             * (wyi[:, :, None, None] * wxi[None, None] * usable)
             for (yi, wyi), (xi, wxi) in itertools.product(rows, cols)
         ]
-        if use_max:
+        if use_max and of_samples:
+            out[r] = sum(terms).max(axis=(2, 4), initial=0.0)
+        elif use_max:
             sample = np.maximum.reduce(terms)
             out[r] = sample.max(axis=(2, 4), initial=-np.inf) if sample.size else 0.0
         else:

@@ -400,15 +400,23 @@ def deform_conv(
     lows = [np.floor(p) for p in pos]
     grouped = x.reshape(n_, og, c // og, -1)
     sampled = np.zeros((n_, og, c // og, taps * int(np.prod(out))), x.dtype)
-    # Multilinear interpolation: add up the 2^n corners around each position, zero outside X.
+    # Without the pad, a sample off [0, size) on any axis reads 0 and one inside reads its
+    # corners clamped onto X (the far corner of the last pixel is that pixel).
+    padded = ctx.attr("bilinear_interpolation_pad") == 1
+    usable = np.ones(pos[0].shape, bool)
+    if not padded:
+        for p, size in zip(pos, sizes, strict=True):
+            usable &= (p >= 0) & (p < size)
+    # Multilinear interpolation: add up the 2^n corners around each position.
     for corner in np.ndindex(*[2] * n):
         weight_ = np.ones_like(pos[0])
         flat = np.zeros(pos[0].shape, np.int64)
-        inside = np.ones(pos[0].shape, bool)
+        inside = usable.copy()
         for i, bit in enumerate(corner):
             at = lows[i] + bit
             weight_ = weight_ * (1 - np.abs(pos[i] - at))
-            inside &= (at >= 0) & (at < sizes[i])
+            if padded:
+                inside &= (at >= 0) & (at < sizes[i])
             flat = flat * sizes[i] + np.clip(at, 0, sizes[i] - 1).astype(np.int64)
         index = flat.reshape(n_, og, 1, -1)
         picked = np.take_along_axis(

@@ -1,4 +1,5 @@
-"""Reference kernels for the detection ops: PsRoiPool, DeformablePsRoiPool, RoiAlignRotated.
+"""Reference kernels for the detection ops: PsRoiPool, DeformablePsRoiPool, RoiAlignRotated,
+BilinearRoiPool.
 
 RoI coordinates are computed in the RoIs' precision (f32 for f32 models) in the order OpenVINO's
 CPU plugin computes them: which cells a bin covers turns on their rounding."""
@@ -195,6 +196,48 @@ def deformable_ps_roi_pool(ctx: KernelContext, data: Any, rois: Any, offsets: An
         values = np.where(inside, _sample_bilinear(planes, ys, xs), 0.0).sum(axis=(3, 4))
         count = inside.sum(axis=(3, 4))
         out[r] = np.where(count > 0, values / np.maximum(count, 1), 0.0)
+    return out.astype(np.asarray(data).dtype)
+
+
+def _bilinear_pool_points(start: Any, end: Any, count: int, size: int) -> Array:
+    """Where each of ``count`` bins samples along an axis of ``size`` (start, end in units of
+    size - 1), in the RoIs' precision as OpenVINO computes it."""
+    kind = type(start)
+    span = kind(size - 1)
+    if count == 1:
+        return np.asarray([(start + end) * kind(0.5) * span])
+    step = (end - start) * span / kind(count - 1)
+    points = np.arange(count).astype(kind) * step + start * span
+    points[-1] = end * span  # the last bin is the RoI's end, however the steps add up
+    return np.asarray(points)
+
+
+@kernel("BilinearRoiPool")
+def bilinear_roi_pool(ctx: KernelContext, data: Any, rois: Any) -> Array:
+    x, boxes = _checked(ctx, data, rois, 5)
+    x = widen(data)
+    ph, pw = (int(v) for v in ctx.attr("pooled_shape"))
+    h, w = x.shape[2:]
+    out = np.zeros((len(boxes), x.shape[1], ph, pw), x.dtype)
+    for r, image in enumerate(_images(ctx, boxes, x.shape[0])):
+        _, x1, y1, x2, y2 = boxes[r]
+        ys, xs = _bilinear_pool_points(y1, y2, ph, h), _bilinear_pool_points(x1, x2, pw, w)
+        ok_y, ok_x = (ys >= 0) & (ys <= h - 1), (xs >= 0) & (xs <= w - 1)
+        ys, xs = np.where(ok_y, ys, 0), np.where(ok_x, xs, 0)
+        top, left = np.floor(ys).astype(np.int64), np.floor(xs).astype(np.int64)
+        bottom = np.minimum(np.ceil(ys).astype(np.int64), h - 1)
+        right = np.minimum(np.ceil(xs).astype(np.int64), w - 1)
+        fy = (ys - top).astype(x.dtype)[:, None]
+        fx = (xs - left).astype(x.dtype)[None, :]
+        plane = x[image]
+
+        def at(rows: Array, cols: Array, plane: Array = plane) -> Array:
+            return np.asarray(plane[:, rows[:, None], cols[None, :]])
+
+        upper = at(top, left) + (at(top, right) - at(top, left)) * fx
+        lower = at(bottom, left) + (at(bottom, right) - at(bottom, left)) * fx
+        value = upper + (lower - upper) * fy
+        out[r] = np.where(ok_y[:, None] & ok_x[None, :], value, x.dtype.type(0))
     return out.astype(np.asarray(data).dtype)
 
 
