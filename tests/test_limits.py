@@ -215,10 +215,10 @@ def _nested(depth: int) -> Graph:
 
 
 def test_deep_nesting_is_refused_without_recursion() -> None:
-    started = time.perf_counter()
+    # 5000 levels, far past Python's recursion limit: refused by the depth check, not by a
+    # RecursionError (pytest.raises lets any other exception through).
     with pytest.raises(ResourceLimitError, match=r"nest 65 deep, more than the limit of 64"):
         tl.Model(_nested(5000))
-    assert time.perf_counter() - started < 5
     with pytest.raises(ResourceLimitError, match="max_nesting_depth"):
         tl.Model(_nested(4), limits=tl.Limits(max_nesting_depth=3))
     model = tl.Model(_nested(3), limits=tl.Limits(max_nesting_depth=3))
