@@ -189,8 +189,10 @@ def _anchors(h: int, w: int, stride: int = 16) -> Array:
 def _gp_inputs(batch: int, h: int, w: int, info: list[float]) -> tuple[Array, ...]:
     anchors = _anchors(h, w)
     a = anchors.shape[2]
-    deltas = (RNG.standard_normal((batch, 4 * a, h, w)) * 0.3).astype(np.float32)
-    scores = RNG.uniform(0, 1, (batch, a, h, w)).astype(np.float32)
+    # Inputs of their own (the same in any test order), each case keeping some proposals.
+    rng = np.random.default_rng([batch, h, w, len(info), 5])
+    deltas = (rng.standard_normal((batch, 4 * a, h, w)) * 0.3).astype(np.float32)
+    scores = rng.uniform(0, 1, (batch, a, h, w)).astype(np.float32)
     im_info = np.array([[v * (1 + 0.1 * b) for v in info] for b in range(batch)], np.float32)
     return im_info, anchors, deltas, scores
 
