@@ -392,6 +392,12 @@ CASES: list[Case] = [
             "classlabels_int64s": [5, 6],
         },
     ),
+    Case("RandomNormal", (), {"shape": [3, 4], "seed": 1.0}),
+    Case("RandomUniform", (), {"shape": [2, 0, 5], "dtype": DType.float64}),
+    Case("RandomNormalLike", (_i(1, 2, 3),), {"dtype": DType.float16}),
+    Case("Multinomial", (_f(3, 5),), {"sample_size": 40, "seed": 2.0, "dtype": DType.int64}),
+    Case("PhiloxUniform", (_i(2, 3), np.array(-1.0, F32), np.array(2.0, F32)), {"op_seed": 5}),
+    Case("PhiloxMultinomial", (np.abs(_f(3, 4)), _i(6)), {"global_seed": 1}),
     # hostile: outputs far larger than their inputs
     Case("Einsum", (_f(30), _f(40)), {"equation": "i,j->ij"}),
     Case("Einsum", (_f(2, 1, 4, 3), _f(5, 3, 6)), {"equation": "...ij,...jk->...ik"}, name="batch"),

@@ -38,6 +38,8 @@ from ..limits import nbytes
 from ..ops.image import resize_plan
 from ..ops.image_codec import image_header
 from ..ops.math import parse_einsum
+from ..ops.philox import multinomial_dims, uniform_dims
+from ..ops.random_std import drawn_dims, sampled_dims
 from ..ops.shape import range_length, range_stash
 from ..ops.signal import dft_axis, dft_length
 from ..ops.trees import ensemble_outputs, ensemble_rows
@@ -91,6 +93,7 @@ BOUNDED_BY_INPUTS = frozenset(
         "Sqrt", "Swish", "Tan", "Tanh", "ThresholdedRelu", "Binarizer", "RegexFullMatch",
         "LabelEncoder", "Cast", "CastLike", "BitCast", "QuantizeLinear", "DequantizeLinear",
         "DynamicQuantizeLinear", "RotaryEmbedding", "SwiGLU", "Trilu", "Dropout",
+        "RandomUniformLike", "RandomNormalLike", "Bernoulli",  # ops/random_std.py
         # along an axis, or per matrix, keeping the input's shape
         "Softmax", "LogSoftmax", "Hardmax", "CumSum", "CumProd", "PrefixSum", "Inverse",
         "BatchNormalization", "GroupNormalization", "InstanceNormalization", "LRN",
@@ -677,6 +680,27 @@ def _image_decoder(attrs: dict[str, Any], inputs: Sequence[Any]) -> Shape:
 def _tree_ensemble(attrs: dict[str, Any], inputs: Sequence[Any]) -> list[Shape | None]:
     rows, (width, labelled) = ensemble_rows(np.shape(inputs[0])), ensemble_outputs(attrs)
     return [(rows,), (rows, width)] if labelled else [(rows, width)]
+
+
+@_predicts("PhiloxUniform")
+def _philox_uniform(attrs: dict[str, Any], inputs: Sequence[Any]) -> Shape:
+    return uniform_dims(inputs[0])
+
+
+@_predicts("PhiloxMultinomial")
+def _philox_multinomial(attrs: dict[str, Any], inputs: Sequence[Any]) -> Shape:
+    replace = bool(attrs.get("with_replacement", 1))
+    return multinomial_dims(_shape(inputs[0]), inputs[1], replace)
+
+
+@_predicts("RandomUniform", "RandomNormal")
+def _random_std(attrs: dict[str, Any], inputs: Sequence[Any]) -> Shape:
+    return drawn_dims(attrs)
+
+
+@_predicts("Multinomial")
+def _multinomial(attrs: dict[str, Any], inputs: Sequence[Any]) -> Shape:
+    return sampled_dims(_shape(inputs[0]), attrs)
 
 
 # --- Ops typed by their type rule on the run-time shapes and values -----------------------------

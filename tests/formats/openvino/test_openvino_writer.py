@@ -292,6 +292,7 @@ FAMILY_TESTS = {
     "nms": ["test_openvino_nms_layers.py", "test_openvino_multiclass_nms_layers.py"],
     "strings": ["test_openvino_strings_layers.py"],
     "sparse": ["test_openvino_sparse_layers.py"],
+    "random": ["test_openvino_random_layers.py"],
 }
 """Each op family's emitters are tested in the family's own files, against the CPU plugin (or,
 for the core ops every model has, by the cases above)."""

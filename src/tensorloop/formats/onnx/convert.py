@@ -69,6 +69,7 @@ READ_FAMILIES = (
     "read_indexing",  # Scatter, TopK
     "read_math",  # Clip
     "read_nn",  # BatchNormalization, Dropout, GroupNormalization, FlexAttention
+    "read_random",  # RandomUniform/Normal(Like), Bernoulli, Multinomial: named for their stream
     "read_reduce",  # Reduce* with attribute axes, Softmax/LogSoftmax/Hardmax
     "read_rnn",  # LSTM, GRU, RNN
     "read_sequence",  # SequenceMap

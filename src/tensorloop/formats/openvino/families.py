@@ -21,6 +21,7 @@ from . import (
     read_nms,
     read_nn,
     read_quant,
+    read_random,
     read_reduce,
     read_rnn,
     read_shape,
@@ -37,6 +38,7 @@ from . import (
     write_nms,
     write_nn,
     write_quant,
+    write_random,
     write_reduce,
     write_shape,
     write_signal,
@@ -71,6 +73,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("sparse", read_sparse, write_sparse),
     Family("state", read_state, write_state),
     Family("control", read_control, write_control),
+    Family("random", read_random, write_random),
     Family("rnn", read_rnn, None),
     Family("ctc", read_ctc, None),
 )
