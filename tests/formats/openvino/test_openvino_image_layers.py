@@ -18,6 +18,7 @@ from openvino import opset1, opset3, opset8, opset9, opset10, opset11, opset15  
 from openvino_layer_checks import (  # noqa: E402
     _fresh_builder,  # noqa: F401 (a fixture)
     check,
+    compile_cpu,
     const,
     ph,
     rand_f32,
@@ -580,3 +581,65 @@ def test_write_resize(ctm: str, mode: str, tmp_path: Path) -> None:
             {**attrs, "axes": [-2, -1], "nearest_mode": nm},
         )
     written_runs_alike(tl.Model(outs), {"x": X4}, tmp_path, rtol=1e-4, atol=1e-5)
+
+
+# -- antialias outside shrinking linear mode -------------------------------------------------------
+ANTIALIAS_CASES = [("scales", [0.5, 0.4]), ("sizes", [4, 17]), ("scales", [2.0, 1.5]),
+                   ("scales", [0.6, 2.0])]  # fmt: skip
+"""Shrinking both axes, shrinking one and growing the other (by sizes), growing both, and
+shrinking one while growing the other (by scales)."""
+
+
+@pytest.mark.parametrize(
+    ("version", "mode"),
+    [(v, m) for v in (4, 11) for m in ("nearest", "linear_onnx", "cubic")]
+    + [(11, "bilinear_pillow"), (11, "bicubic_pillow")],
+)
+def test_interpolate_antialias_outside_linear_mode(version: int, mode: str, tmp_path: Path) -> None:
+    """antialias changes mode 'linear' alone: the spec's algorithm (Interpolate-4's) reads it in
+    linear interpolation only, and Interpolate-11's says the Pillow modes ignore it (they widen
+    their filter when shrinking whatever it says). The CPU plugin and OpenVINO's reference
+    implementation ignore it too. Each case with antialias and without: alike the plugin,
+    written back, and equal to each other."""
+    x = rand_f32(1, 2, 10, 12, rng=RNG)
+    coeff = -0.5 if mode == "bicubic_pillow" else -0.75  # the plugin's bicubic_pillow is -0.5
+    got = check(
+        lambda x: [
+            _interpolate(
+                version, x, calc, values, [2, 3], mode=mode, antialias=aa, cube_coeff=coeff
+            )
+            for calc, values in ANTIALIAS_CASES
+            for aa in (True, False)
+        ],
+        x,
+        tmp_path=tmp_path,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+    assert (tmp_path / "m.xml").read_text().count('antialias="true"') == len(ANTIALIAS_CASES)
+    outs = list(got.values())
+    for with_antialias, without in zip(outs[::2], outs[1::2], strict=True):
+        np.testing.assert_array_equal(with_antialias, without)
+
+
+def test_interpolate_linear_antialias_with_no_axis_shrinking(tmp_path: Path) -> None:
+    """Where no axis shrinks, the spec's linear mode does not antialias (nor does OpenVINO's
+    reference implementation), and over 4-D data the CPU plugin does not; over 5-D data the
+    plugin narrows each growing axis's triangle to 1 / scale all the same (pinned here).
+    tensorloop follows the spec: the plugin's run without antialias, written back alike."""
+    x = rand_f32(1, 2, 4, 10, 12, rng=RNG)
+    p = ops.parameter(x.shape, np.float32, name="x0")
+    outs = [
+        _interpolate(11, p, "scales", [2.0, 1.5], [3, 4], mode="linear", antialias=aa)
+        for aa in (True, False)
+    ]
+    path = save_ir(outs, [p], tmp_path)
+    model = tl.load(path)
+    ours = list(model.run({"x0": x}).values())
+    theirs = [np.asarray(v) for v in compile_cpu(path)({"x0": x}).values()]
+    np.testing.assert_array_equal(ours[0], ours[1])
+    np.testing.assert_allclose(ours[0], theirs[1], rtol=1e-5, atol=2e-6)
+    narrowed = _linear_antialias_oracle(x, [2.0, 1.5], [3, 4], "half_pixel")
+    np.testing.assert_allclose(theirs[0], narrowed, rtol=1e-5, atol=2e-6)
+    assert np.abs(theirs[0] - theirs[1]).max() > 0.1
+    written_runs_alike(model, {"x0": x}, tmp_path, rtol=1e-5, atol=2e-6)

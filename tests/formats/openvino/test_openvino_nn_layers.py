@@ -24,6 +24,7 @@ from openvino_layer_checks import (  # noqa: E402
     edit_ir,
     ph,
     rand_f32,
+    run_path,
     save_ir,
     written_runs_alike,
 )
@@ -207,13 +208,21 @@ def test_mvn_v6(axes: list[int], mode: str, tmp_path: Path) -> None:
     )
 
 
+def _normalize_l2(x: Any, axes: list[int], eps: float, mode: str) -> Any:
+    """NormalizeL2 with ``eps_mode``, set on the node: OpenVINO's builder hands the mode over as
+    an attribute "mode", which the node does not have, so its eps_mode would stay "add"."""
+    node = ops.normalize_l2(x, const(axes), eps, mode)
+    node.set_attribute("eps_mode", mode)
+    return node
+
+
 @pytest.mark.parametrize("axes", [[1], [2, 3], [0, 1, 2, 3]])
 @pytest.mark.parametrize("mode", ["add", "max"])
 def test_normalize_l2(axes: list[int], mode: str, tmp_path: Path) -> None:
     x = rand_f32(2, 3, 4, 5)
     x[0, :, 0, 0] = 0
     check(
-        lambda x: ops.normalize_l2(x, const(axes), 1e-2, mode),
+        lambda x: _normalize_l2(x, axes, 1e-2, mode),
         x,
         tmp_path=tmp_path,
         rtol=1e-4,
@@ -837,3 +846,20 @@ def test_a_u1_constant_of_the_wrong_size_is_refused(tmp_path: Path) -> None:
     edit_ir(path, 'offset="0" size="2"', 'offset="0" size="3"')
     with pytest.raises(FormatError, match=r"size=3 bytes does not match .* u1 \(1 bit\) = 2 bytes"):
         tl.load(path)
+
+
+@pytest.mark.parametrize("mode", ["add", "max"])
+def test_normalize_l2_eps_mode_about_eps(mode: str, tmp_path: Path) -> None:
+    """eps_mode "add" divides by sqrt(sum + eps) and "max" by sqrt(max(sum, eps)), the sum of
+    squares taken over the axes: over slices whose sums lie on both sides of eps the two differ
+    everywhere. Each is the spec's formula, alike the CPU plugin, and written back."""
+    x = rand_f32(2, 6, 3, rng=RNG) * np.geomspace(0.01, 1.0, 6, dtype=np.float32)[:, None]
+    eps = 0.05
+    p = ops.parameter(x.shape, np.float32, name="x0")
+    path = save_ir([_normalize_l2(p, [2], eps, mode)], [p], tmp_path)
+    assert f'eps_mode="{mode}"' in path.read_text()
+    (got,) = run_path(path, {"x0": x}, rtol=1e-5, atol=1e-6).values()
+    total = np.square(x.astype(np.float64)).sum(2, keepdims=True)
+    assert (total < eps).any() and (total > eps).any()
+    want = x / np.sqrt(total + eps if mode == "add" else np.maximum(total, eps))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

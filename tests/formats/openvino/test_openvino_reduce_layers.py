@@ -17,9 +17,11 @@ from openvino import opset1, opset3, opset4, opset5, opset8, opset11  # noqa: E4
 from openvino_layer_checks import (  # noqa: E402
     _fresh_builder,  # noqa: F401 (a fixture)
     check,
+    compile_cpu,
     const,
     ph,
     rand_f32,
+    record_layer_types,
     save_ir,
     tl_const,
     uniform_f32,
@@ -258,3 +260,50 @@ def test_writer_log_softmax(attrs: dict[str, Any], tmp_path: Path) -> None:
     p, q = ph("x", x), ph("y", x, ("N", 5))
     outs = {"static": emit("LogSoftmax", [p], attrs), "dynamic": emit("LogSoftmax", [q], attrs)}
     written_runs_alike(tl.Model(outs), {"x": x, "y": x}, tmp_path, rtol=2e-5)
+
+
+# -- TopK with sort="none" -------------------------------------------------------------------------
+def _by_index(values: Any, index: Any, axis: int) -> tuple[Any, Any]:
+    """Each slice's values and indices along ``axis``, put in the order of their indices."""
+    order = np.argsort(index, axis=axis)
+    return np.take_along_axis(values, order, axis), np.take_along_axis(index, order, axis)
+
+
+def _values_and_index(outputs: Any) -> tuple[Any, Any]:
+    """A TopK's two outputs, told apart by their dtypes (float values sort before int indices)."""
+    values, index = sorted((np.asarray(v) for v in outputs), key=lambda a: a.dtype.kind)
+    return values, index
+
+
+@pytest.mark.parametrize("version", [opset1, opset3, opset11])
+@pytest.mark.parametrize("mode", ["max", "min"])
+@pytest.mark.parametrize(("n", "k", "axis"), [(9, 4, 1), (9, 4, -1), (40, 40, 1), (300, 17, -1)])
+def test_topk_sort_none(version: Any, mode: str, n: int, k: int, axis: int, tmp_path: Path) -> None:
+    """sort="none" leaves the order of the k elements open (the spec: "undefined"). The CPU plugin
+    orders them by value, as "value" does (OpenVINO's reference implementation leaves them in
+    the order its selection happens to give), and tensorloop reads the layer so. Compared as the
+    spec allows: the values are the k largest (smallest), each the input's at its index, and
+    each slice's pairs, put in the order of their indices, equal the plugin's; then written
+    back (as sort="value")."""
+    shape = (3, n, 4) if axis == 1 else (3, 4, n)
+    # distinct values: a single set of k is right
+    x = RNG.permutation(np.prod(shape)).reshape(shape).astype(np.float32)
+    p = ops.parameter(shape, np.float32, name="x0")
+    path = save_ir(list(version.topk(p, const(k), axis, mode, "none").outputs()), [p], tmp_path)
+    model = tl.load(path)
+    feeds = {"x0": x}
+    ours = _values_and_index(model.run(feeds).values())
+    theirs = _values_and_index(compile_cpu(path)(feeds).values())
+    ranked = np.sort(x, axis=axis)
+    best = np.take(ranked, range(n - k, n) if mode == "max" else range(k), axis=axis)
+    for values, index in (ours, theirs):
+        assert (values.dtype, index.dtype) == (np.float32, np.int32)
+        np.testing.assert_array_equal(np.sort(values, axis=axis), best)
+        np.testing.assert_array_equal(np.take_along_axis(x, index.astype(np.int64), axis), values)
+    for got, want in zip(_by_index(*ours, axis), _by_index(*theirs, axis), strict=True):
+        np.testing.assert_array_equal(got, want)
+    record_layer_types(path, "compared")
+    written = tmp_path / "written"
+    written.mkdir()
+    written_runs_alike(model, feeds, written)
+    record_layer_types(path, "written")

@@ -7,9 +7,11 @@ Interpolate's Pillow modes are Resize with half_pixel coordinates, antialias and
 exclude_outside (the filter widened by the shrink factor, its weights renormalized over the
 taps on the input), at the scale input / output; an image of 8- or 16-bit integers is
 resampled one axis at a time in f32, each pass rounded half away from zero and saturated, as
-Pillow does. Linear mode with antialias is Resize with antialias and exclude_outside where no
-axis grows while another shrinks. Interpolate-1's area mode is an error: no spec defines it
-and the CPU plugin does not run it."""
+Pillow does. Linear mode with antialias is Resize with antialias and exclude_outside where some
+axis shrinks and none grows, and plain Resize where none shrinks; the other modes ignore
+antialias, as the spec's algorithm and OpenVINO's reference and CPU plugin do (the Pillow modes
+antialias anyway). Interpolate-1's area mode is an error: no spec defines it and the CPU plugin
+does not run it."""
 
 from __future__ import annotations
 

@@ -55,6 +55,9 @@ def _cumsum(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
 
 @converter("TopK")
 def _topk(ctx: LayerContext, inputs: list[Value | None]) -> list[Value]:
+    """The k largest (smallest) by value; sort="index" puts them in the order of their indices.
+    sort="none" leaves the order open in the spec: read as by value, the order the CPU plugin
+    gives."""
     x = ctx.input(0)
     mode = ctx.choice_attr("mode", ("max", "min"))
     sort = ctx.choice_attr("sort", ("value", "index", "none"))
