@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import tensorloop as tl
@@ -51,6 +51,11 @@ jnp = pytest.importorskip("jax.numpy")
 lax = pytest.importorskip("jax.lax")
 
 RTOL = 1e-12
+pytestmark = pytest.mark.xla_sums(
+    floor_ulps=2**7,
+    why="each gradient element sums the T*B*H products of a backward loop (up to ~100 terms of "
+    "order one), in XLA's order on jax and NumPy's on compiled: seen 22 ULPs at 1.0 apart",
+)
 F64 = "float64"
 EXAMPLES = settings(
     max_examples=4,
@@ -292,6 +297,7 @@ def check(
 @pytest.mark.parametrize("cell", CELLS.values(), ids=list(CELLS))
 @EXAMPLES
 @given(s=sizes, reverse=st.booleans(), checkpoint=checkpoints)
+@example(s=Sizes(T=5, B=3, D=4, H=4, seed=20), reverse=True, checkpoint=2)  # 22 ULPs at 1.0
 def test_scan(cell: Cell, s: Sizes, reverse: bool, checkpoint: Any) -> None:
     """``tl.scan`` over the whole sequence, forward or reversed (``ys[t]`` pairs with
     ``xs[t]`` either way, as in ``lax.scan``)."""

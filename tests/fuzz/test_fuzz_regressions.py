@@ -36,6 +36,10 @@ FOUND = {
     "onnx-attribute-wrong-type": "loaded: an attribute of the wrong type",
     "onnx-declared-dim-contradicts": "loaded: a declared output dim contradicting inference "
     "(declared dims are hints; it must run to the computed shape)",
+    "onnx-no-opset-import": "loaded: an ir_version 8 model naming no opsets (read as the newest)",
+    "onnx-scan-axis-out-of-range": "FallbackWarning: the compiled backend handed a Scan whose "
+    "input, of no declared rank, lacks the scan axis to the reference (it now fails there, as "
+    "the reference does, handing nothing on)",
     "openvino-const-shape-overflow": "OverflowError in formats/openvino/reader.py (a Const "
     "shape of 2**64)",
     "text_ir-constant-without-value": "KeyError 'value' in ir/graph.py (a Constant whose "

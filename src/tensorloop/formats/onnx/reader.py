@@ -153,6 +153,11 @@ def _check_versions(proto: onnx.ModelProto, label: str) -> None:
             f"{label}: ir_version {proto.ir_version} predates opset imports (IR version 3), yet "
             "the model lists them"
         )
+    if proto.ir_version >= 3 and not proto.opset_import:
+        raise FormatError(
+            f"{label}: ir_version {proto.ir_version} models name the opsets they use "
+            "(opset_import), and this one names none: which version of each op it means is unknown"
+        )
     newest = onnx.defs.onnx_opset_version()
     seen: set[str] = set()
     for imp in proto.opset_import:
